@@ -1,0 +1,93 @@
+//! Errors typed by the action they trigger.
+//!
+//! - [`ConnectError::Retriable`]: back off and try again; the task stays RUNNING.
+//! - [`ConnectError::Fatal`]: the task (or connector) goes FAILED with the trace.
+//! - [`ConnectError::Config`]: the configuration is rejected; REST answers 400.
+
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+pub type ConnectResult<T> = Result<T, ConnectError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// A transient failure: the caller backs off and retries.
+    #[error("{message}")]
+    Retriable {
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A failure that retrying will not fix.
+    #[error("{message}")]
+    Fatal {
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A configuration value is missing or invalid; names the key.
+    #[error("invalid value for configuration {key}: {message}")]
+    Config { key: String, message: String },
+}
+
+impl ConnectError {
+    pub fn retriable(message: impl Into<String>) -> Self {
+        Self::Retriable { message: message.into(), source: None }
+    }
+
+    pub fn retriable_from(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Retriable { message: message.into(), source: Some(source.into()) }
+    }
+
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self::Fatal { message: message.into(), source: None }
+    }
+
+    pub fn fatal_from(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Fatal { message: message.into(), source: Some(source.into()) }
+    }
+
+    pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Config { key: key.into(), message: message.into() }
+    }
+
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, Self::Retriable { .. })
+    }
+
+    /// The error and its `source()` chain, one cause per line, as shown in a status trace.
+    pub fn trace(&self) -> String {
+        trace_of(self)
+    }
+}
+
+/// Renders an error and its chain of causes, one per line ("Caused by: …").
+pub fn trace_of(err: &(dyn StdError + 'static)) -> String {
+    let kind = match err.downcast_ref::<ConnectError>() {
+        Some(ConnectError::Retriable { .. }) => "RetriableException",
+        Some(ConnectError::Config { .. }) => "ConfigException",
+        _ => "ConnectException",
+    };
+    let mut out = format!("{kind}: {err}");
+    let mut cur = err.source();
+    while let Some(cause) = cur {
+        let _ = write!(out, "\nCaused by: {cause}");
+        cur = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_lists_the_cause_chain() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = ConnectError::fatal_from("could not open /x", io);
+        assert_eq!(err.trace(), "ConnectException: could not open /x\nCaused by: no such file");
+        assert!(!err.is_retriable());
+        assert!(ConnectError::retriable("x").is_retriable());
+    }
+}
