@@ -20,7 +20,8 @@ use crate::config::{ConfigDef, Props};
 use crate::error::ConnectResult;
 use crate::record::{SinkRecord, SourceOffset, SourcePartition, SourceRecord, TopicPartition};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ConnectorKind {
     Source,
     Sink,

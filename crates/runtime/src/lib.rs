@@ -1,1 +1,9 @@
+//! The sluice runtime: a Kafka Connect worker's machinery.
+//!
+//! - [`log`]: the log interface and the embedded durable log.
+//! - [`convert`]: converters between the data model and log bytes.
+//! - [`herder`]: connector and task lifecycle, the surface REST calls.
 
+pub mod convert;
+pub mod herder;
+pub mod log;

@@ -1,0 +1,236 @@
+//! The herder: the one owner of connector and task lifecycle on a worker. REST calls it;
+//! it stores configs, target states and offsets in the internal topics and starts, stops
+//! and restarts connectors and tasks.
+//!
+//! [`Herder`] is the whole surface the REST API needs, so standalone and (later)
+//! distributed mode can each implement it.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sluice_api::{ConfigDef, ConnectorKind, Props};
+
+/// Connect's connector and task states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum State {
+    Unassigned,
+    Running,
+    Paused,
+    Stopped,
+    Failed,
+    Restarting,
+    /// Written when a connector is deleted; never shown through REST.
+    Destroyed,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Unassigned => "UNASSIGNED",
+            Self::Running => "RUNNING",
+            Self::Paused => "PAUSED",
+            Self::Stopped => "STOPPED",
+            Self::Failed => "FAILED",
+            Self::Restarting => "RESTARTING",
+            Self::Destroyed => "DESTROYED",
+        }
+    }
+}
+
+/// What the user asked a connector to be: Connect's target state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum TargetState {
+    Started,
+    Paused,
+    Stopped,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ConnectorTaskId {
+    pub connector: String,
+    pub task: u32,
+}
+
+/// `GET /connectors/{name}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectorInfo {
+    pub name: String,
+    pub config: Props,
+    pub tasks: Vec<ConnectorTaskId>,
+    #[serde(rename = "type")]
+    pub kind: ConnectorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateInfo {
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    pub worker_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskStateInfo {
+    pub id: u32,
+    #[serde(flatten)]
+    pub state: StateInfo,
+}
+
+/// `GET /connectors/{name}/status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectorStateInfo {
+    pub name: String,
+    pub connector: StateInfo,
+    pub tasks: Vec<TaskStateInfo>,
+    #[serde(rename = "type")]
+    pub kind: ConnectorKind,
+}
+
+/// `GET /connectors/{name}/tasks` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskInfo {
+    pub id: ConnectorTaskId,
+    pub config: Props,
+}
+
+/// One source partition's offset, or a sink's `{kafka_topic, kafka_partition}` →
+/// `{kafka_offset}`. `offset: None` (JSON null) in an alter request removes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorOffset {
+    pub partition: serde_json::Map<String, serde_json::Value>,
+    pub offset: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartRequest {
+    pub include_tasks: bool,
+    pub only_failed: bool,
+}
+
+/// A plugin as listed by `GET /connector-plugins`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PluginInfo {
+    pub class: String,
+    /// `source`, `sink`, `transformation`, `predicate`, `converter`, `header_converter`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: String,
+}
+
+/// Errors a herder call can end in, each with its HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HerderError {
+    /// 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409: the connector exists, or a rebalance is under way.
+    #[error("{0}")]
+    Conflict(String),
+    /// 400: invalid input; the message names the offending key.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 500.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl HerderError {
+    pub fn status_code(&self) -> u16 {
+        match self {
+            Self::NotFound(_) => 404,
+            Self::Conflict(_) => 409,
+            Self::BadRequest(_) => 400,
+            Self::Internal(_) => 500,
+        }
+    }
+
+    pub fn connector_not_found(name: &str) -> Self {
+        Self::NotFound(format!("Connector {name} not found"))
+    }
+}
+
+pub type HerderResult<T> = Result<T, HerderError>;
+
+/// The outcome of `PUT /connector-plugins/{class}/config/validate` (Connect's `ConfigInfos`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigInfos {
+    pub name: String,
+    pub groups: Vec<String>,
+    /// Definition (when the key is defined) and validation result of each key.
+    pub configs: Vec<(Option<sluice_api::ConfigKey>, sluice_api::ConfigValue)>,
+}
+
+impl ConfigInfos {
+    pub fn error_count(&self) -> usize {
+        self.configs.iter().map(|(_, v)| v.errors.len()).sum()
+    }
+}
+
+#[async_trait]
+pub trait Herder: Send + Sync + 'static {
+    /// `host:port` this worker is known by in statuses.
+    fn worker_id(&self) -> String;
+
+    /// Whether start-up is complete and the worker serves requests (`GET /health`).
+    fn is_ready(&self) -> bool;
+
+    async fn connectors(&self) -> Vec<String>;
+
+    async fn connector_info(&self, name: &str) -> HerderResult<ConnectorInfo>;
+
+    async fn connector_config(&self, name: &str) -> HerderResult<Props>;
+
+    /// Creates (`Ok((true, …))`) or, when `allow_replace`, updates (`Ok((false, …))`) a
+    /// connector. A new connector starts in `initial_state` (default STARTED).
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        config: Props,
+        allow_replace: bool,
+        initial_state: Option<TargetState>,
+    ) -> HerderResult<(bool, ConnectorInfo)>;
+
+    /// Merges `patch` into the existing config; a `None` value removes the key.
+    async fn patch_connector_config(&self, name: &str, patch: BTreeMap<String, Option<String>>) -> HerderResult<ConnectorInfo>;
+
+    async fn delete_connector(&self, name: &str) -> HerderResult<()>;
+
+    async fn connector_status(&self, name: &str) -> HerderResult<ConnectorStateInfo>;
+
+    async fn task_status(&self, id: &ConnectorTaskId) -> HerderResult<TaskStateInfo>;
+
+    async fn task_configs(&self, name: &str) -> HerderResult<Vec<TaskInfo>>;
+
+    /// Restarts the connector (and tasks per `req`). `Ok(None)` when only the connector
+    /// instance was restarted (REST 204), else the status with RESTARTING entries (202).
+    async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>>;
+
+    async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()>;
+
+    async fn set_target_state(&self, name: &str, state: TargetState) -> HerderResult<()>;
+
+    /// Topics the connector has used since the last reset.
+    async fn connector_topics(&self, name: &str) -> HerderResult<Vec<String>>;
+
+    async fn reset_connector_topics(&self, name: &str) -> HerderResult<()>;
+
+    async fn connector_offsets(&self, name: &str) -> HerderResult<Vec<ConnectorOffset>>;
+
+    /// KIP-875: only while the connector is STOPPED. Returns the success message.
+    async fn alter_connector_offsets(&self, name: &str, offsets: Vec<ConnectorOffset>) -> HerderResult<String>;
+
+    /// KIP-875: only while the connector is STOPPED. Returns the success message.
+    async fn reset_connector_offsets(&self, name: &str) -> HerderResult<String>;
+
+    /// Every plugin; connectors only when `connectors_only`.
+    fn plugins(&self, connectors_only: bool) -> Vec<PluginInfo>;
+
+    /// The configuration definition of a plugin, by class name or alias.
+    fn plugin_config(&self, class: &str) -> HerderResult<ConfigDef>;
+
+    /// Validates a connector config (`connector.class` must name the plugin).
+    async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
+}

@@ -1,0 +1,1 @@
+//! The embedded durable log. (Being written.)

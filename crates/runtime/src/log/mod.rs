@@ -1,0 +1,177 @@
+//! The log: topics with partitions, append and read by offset, committed offsets per
+//! consumer group. Everything the runtime writes or reads goes through [`Log`], so the
+//! embedded log ([`embedded::EmbeddedLog`]) and Kafka are interchangeable behind it.
+//!
+//! Delivery contract of [`Log::append`]:
+//! - records are enqueued in call order and keep that order within each partition;
+//! - the returned future resolves once every record of the batch is durable under the
+//!   log's durability policy, and futures of successive calls resolve in call order;
+//! - a failed batch fails as a whole: none of its records is acknowledged.
+//!
+//! A record becomes visible to [`Log::read`] only once it is durable.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sluice_api::{ConnectError, TopicPartition};
+
+pub mod embedded;
+
+pub type LogResult<T> = Result<T, LogError>;
+pub type AppendFuture = Pin<Box<dyn Future<Output = LogResult<Vec<i64>>> + Send + 'static>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("i/o error on the log at {path}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("topic {0} does not exist")]
+    UnknownTopic(String),
+    #[error("partition {partition} of topic {topic} does not exist (the topic has {count})")]
+    UnknownPartition { topic: String, partition: i32, count: i32 },
+    #[error("offset {offset} is out of range for {tp} (valid: {start}..{end})")]
+    OffsetOutOfRange { tp: TopicPartition, offset: i64, start: i64, end: i64 },
+    #[error("the log is closed")]
+    Closed,
+    #[error("the log at {0} is opened read-only")]
+    ReadOnly(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<LogError> for ConnectError {
+    fn from(e: LogError) -> Self {
+        match e {
+            LogError::Io { .. } | LogError::Closed => ConnectError::retriable_from("the log is unavailable", e),
+            other => ConnectError::fatal_from("log operation failed", other),
+        }
+    }
+}
+
+/// One record as stored: opaque key, value and header bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogRecord {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp: i64,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl LogRecord {
+    /// Approximate bytes this record occupies, for byte budgets.
+    pub fn size(&self) -> usize {
+        32 + self.key.as_ref().map_or(0, Vec::len)
+            + self.value.as_ref().map_or(0, Vec::len)
+            + self.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len) + 8).sum::<usize>()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub offset: i64,
+    pub record: LogRecord,
+}
+
+/// A record to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Produce {
+    pub topic: String,
+    pub partition: i32,
+    pub record: LogRecord,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// Drop whole old segments by `retention_ms` / `retention_bytes`.
+    Delete,
+    /// Keep at least the newest record of every key.
+    Compact,
+}
+
+impl CleanupPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Delete => "delete",
+            Self::Compact => "compact",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    pub partitions: i32,
+    pub cleanup: CleanupPolicy,
+    /// `None` keeps data forever (by time).
+    pub retention_ms: Option<i64>,
+    /// Per partition; `None` keeps data forever (by size).
+    pub retention_bytes: Option<i64>,
+}
+
+impl TopicConfig {
+    pub fn new(partitions: i32) -> Self {
+        Self { partitions, cleanup: CleanupPolicy::Delete, retention_ms: Some(7 * 24 * 3600 * 1000), retention_bytes: None }
+    }
+
+    pub fn compacted(partitions: i32) -> Self {
+        Self { partitions, cleanup: CleanupPolicy::Compact, retention_ms: None, retention_bytes: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionDescription {
+    pub partition: i32,
+    /// First offset still stored.
+    pub start_offset: i64,
+    /// The offset the next record will get.
+    pub end_offset: i64,
+    pub size_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDescription {
+    pub name: String,
+    pub config: TopicConfig,
+    pub partitions: Vec<PartitionDescription>,
+}
+
+#[async_trait]
+pub trait Log: Send + Sync + 'static {
+    /// Creates the topic when missing. An existing topic keeps its configuration.
+    async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()>;
+
+    async fn list_topics(&self) -> LogResult<Vec<String>>;
+
+    async fn describe_topic(&self, name: &str) -> LogResult<Option<TopicDescription>>;
+
+    /// The number of partitions of `topic`, creating it with the default partition count
+    /// when it does not exist (as a broker with auto-create does).
+    async fn partition_count(&self, topic: &str) -> LogResult<i32>;
+
+    /// Appends records; see the module docs for the ordering and durability contract.
+    /// Resolves to the offset given to each record, in input order.
+    fn append(&self, records: Vec<Produce>) -> AppendFuture;
+
+    /// Records of `tp` from `offset` on, at most about `max_bytes` (at least one record
+    /// when any is available). At the end of the partition, waits up to `max_wait` for new
+    /// records and returns an empty batch if none came. An `offset` below the start of the
+    /// partition is an error ([`LogError::OffsetOutOfRange`]); callers restart from the start.
+    async fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize, max_wait: Duration) -> LogResult<Vec<StoredRecord>>;
+
+    /// `(start, end)`: the first stored offset and the offset of the next record.
+    async fn offsets(&self, tp: &TopicPartition) -> LogResult<(i64, i64)>;
+
+    /// Durably stores the next offset to read for each partition of a consumer group.
+    async fn commit_group(&self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> LogResult<()>;
+
+    async fn group_offsets(&self, group: &str) -> LogResult<BTreeMap<TopicPartition, i64>>;
+
+    /// Forgets a consumer group's committed offsets.
+    async fn delete_group(&self, group: &str) -> LogResult<()>;
+}
