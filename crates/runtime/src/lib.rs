@@ -7,3 +7,4 @@
 pub mod convert;
 pub mod herder;
 pub mod log;
+pub mod logging;
