@@ -46,7 +46,7 @@ pub trait ConnectorContext: Send + Sync {
 }
 
 #[async_trait]
-pub trait Connector: Send {
+pub trait Connector: Send + Sync {
     /// The configuration keys this connector understands (beyond the common ones).
     fn config_def(&self) -> ConfigDef;
 

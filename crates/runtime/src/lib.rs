@@ -8,3 +8,8 @@ pub mod convert;
 pub mod herder;
 pub mod log;
 pub mod logging;
+pub mod partitioner;
+pub mod plugins;
+pub mod store;
+pub mod task;
+pub mod worker;

@@ -37,3 +37,12 @@ pub struct HeaderConverterPlugin {
     pub config_def: fn() -> ConfigDef,
     pub create: fn(props: &Props) -> ConnectResult<Box<dyn HeaderConverter>>,
 }
+
+// Registry placeholder until the converters land.
+pub fn converters() -> &'static [ConverterPlugin] {
+    &[]
+}
+
+pub fn header_converters() -> &'static [HeaderConverterPlugin] {
+    &[]
+}

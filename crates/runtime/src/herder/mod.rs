@@ -234,3 +234,6 @@ pub trait Herder: Send + Sync + 'static {
     /// Validates a connector config (`connector.class` must name the plugin).
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
 }
+
+pub mod standalone;
+pub mod validate;

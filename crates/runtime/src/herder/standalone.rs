@@ -1,0 +1,756 @@
+//! The standalone herder: one worker owns every connector and task. Configs, target states
+//! and offsets live in the internal topics, so unlike Kafka Connect's standalone mode,
+//! connectors created through REST survive a restart.
+//!
+//! Every management call takes one lock, so calls apply one at a time and in order.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use serde_json::json;
+use sluice_api::{ConfigDef, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, Props, SinkTaskContext, SourceTaskContext, Task};
+use tokio::sync::{mpsc, watch, Mutex};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::validate::{self, invalid_message, redact};
+use super::*;
+use crate::log::Log;
+use crate::plugins::Plugins;
+use crate::store::config::{ConfigSnapshot, ConfigStore, ConnectorConfigState};
+use crate::store::offset::{ConnectorOffsets, OffsetStore};
+use crate::store::status::StatusStore;
+use crate::task::sink::{SinkRunner, Subscription};
+use crate::task::source::SourceRunner;
+use crate::task::{ConverterSpec, RecordConverters};
+use crate::worker::config::WorkerConfig;
+
+struct TaskHandle {
+    shutdown: CancellationToken,
+    join: JoinHandle<()>,
+}
+
+struct Entry {
+    state: ConnectorConfigState,
+    plugin: ConnectorPlugin,
+    /// The running connector instance, when started.
+    instance: Option<Box<dyn Connector>>,
+    target_tx: watch::Sender<TargetState>,
+    tasks: BTreeMap<u32, TaskHandle>,
+}
+
+enum Request {
+    Reconfigure(String),
+    Failed(String, String),
+}
+
+pub struct StandaloneHerder {
+    worker: WorkerConfig,
+    log: Arc<dyn Log>,
+    plugins: Arc<Plugins>,
+    configs: ConfigStore,
+    offsets: Arc<OffsetStore>,
+    status: Arc<StatusStore>,
+    entries: Mutex<BTreeMap<String, Entry>>,
+    ready: AtomicBool,
+    requests: mpsc::UnboundedSender<Request>,
+    worker_id: String,
+}
+
+struct Context {
+    name: String,
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl ConnectorContext for Context {
+    fn request_task_reconfiguration(&self) {
+        let _ = self.requests.send(Request::Reconfigure(self.name.clone()));
+    }
+
+    fn raise_error(&self, trace: String) {
+        let _ = self.requests.send(Request::Failed(self.name.clone(), trace));
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> HerderError {
+    HerderError::Internal(e.to_string())
+}
+
+impl StandaloneHerder {
+    /// Opens the internal topics and replays them. Call [`StandaloneHerder::start`] next.
+    pub async fn open(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+        let (configs, snapshot) = ConfigStore::open(log.clone(), &worker.config_topic).await?;
+        let offsets = Arc::new(OffsetStore::open(log.clone(), &worker.offset_topic, worker.offset_partitions).await?);
+        let status = Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions).await?);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let herder = Arc::new(Self {
+            worker_id: worker.worker_id(),
+            worker,
+            log,
+            plugins,
+            configs,
+            offsets,
+            status,
+            entries: Mutex::new(BTreeMap::new()),
+            ready: AtomicBool::new(false),
+            requests: tx,
+        });
+        tokio::spawn(Self::serve_requests(Arc::downgrade(&herder), rx));
+        Ok((herder, snapshot))
+    }
+
+    /// Starts every connector of the replayed snapshot, then reports ready.
+    pub async fn start(&self, snapshot: ConfigSnapshot) {
+        {
+            let mut entries = self.entries.lock().await;
+            for (name, state) in snapshot.connectors {
+                let Some(class) = state.config.get("connector.class") else { continue };
+                let Some(plugin) = self.plugins.connector(class).copied() else {
+                    tracing::error!(connector = %name, class = %class, "stored connector names an unknown class; it is not started");
+                    continue;
+                };
+                let (target_tx, _) = watch::channel(state.target);
+                entries.insert(name.clone(), Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
+                self.start_connector(&mut entries, &name).await;
+            }
+        }
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops every task (gracefully, in parallel) and connector.
+    pub async fn shutdown(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+        let mut entries = self.entries.lock().await;
+        let mut joins = Vec::new();
+        for entry in entries.values_mut() {
+            for (_, t) in std::mem::take(&mut entry.tasks) {
+                t.shutdown.cancel();
+                joins.push(t.join);
+            }
+        }
+        self.await_tasks(joins).await;
+        for (name, entry) in entries.iter_mut() {
+            if let Some(mut instance) = entry.instance.take() {
+                if let Err(e) = instance.stop().await {
+                    tracing::warn!(connector = %name, error = %e, "connector stop failed");
+                }
+            }
+        }
+    }
+
+    async fn await_tasks(&self, joins: Vec<JoinHandle<()>>) {
+        let timeout = self.worker.task_shutdown_timeout;
+        let waits = joins.into_iter().map(|mut j| async move {
+            if tokio::time::timeout(timeout, &mut j).await.is_err() {
+                tracing::warn!("a task did not stop within task.shutdown.graceful.timeout.ms; abandoning it");
+                j.abort();
+            }
+        });
+        for w in waits.collect::<Vec<_>>() {
+            w.await;
+        }
+    }
+
+    async fn serve_requests(herder: Weak<Self>, mut rx: mpsc::UnboundedReceiver<Request>) {
+        while let Some(req) = rx.recv().await {
+            let Some(h) = herder.upgrade() else { return };
+            let mut entries = h.entries.lock().await;
+            match req {
+                Request::Reconfigure(name) => {
+                    if entries.contains_key(&name) {
+                        h.reconfigure_tasks(&mut entries, &name).await;
+                    }
+                }
+                Request::Failed(name, trace) => {
+                    if entries.contains_key(&name) {
+                        h.status.put_connector(&name, h.state(State::Failed, Some(trace)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn state(&self, state: State, trace: Option<String>) -> StateInfo {
+        StateInfo { state, trace, worker_id: self.worker_id.clone() }
+    }
+
+    /// The connector config with providers resolved, for running it (never stored).
+    fn resolved(&self, props: &Props) -> Result<Props, sluice_api::ConnectError> {
+        self.worker.providers.resolve_all(props)
+    }
+
+    /// Starts the connector instance per its target state, then its tasks.
+    async fn start_connector(&self, entries: &mut BTreeMap<String, Entry>, name: &str) {
+        let entry = entries.get_mut(name).expect("entry exists");
+        if entry.state.target == TargetState::Stopped {
+            self.status.put_connector(name, self.state(State::Stopped, None));
+            if !entry.state.tasks.is_empty() {
+                if let Err(e) = self.configs.put_task_configs(name, &[]).await {
+                    tracing::error!(connector = name, error = %e, "could not clear task configs of a stopped connector");
+                }
+                entry.state.tasks.clear();
+            }
+            return;
+        }
+        let props = match self.resolved(&entry.state.config) {
+            Ok(p) => p,
+            Err(e) => {
+                self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+                return;
+            }
+        };
+        let mut instance = (entry.plugin.create)();
+        let ctx: Arc<dyn ConnectorContext> = Arc::new(Context { name: name.to_owned(), requests: self.requests.clone() });
+        let started = match instance.config_def().parse(&props) {
+            Ok(_) => instance.start(&props, ctx).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = started {
+            tracing::error!(connector = name, error = %e, "connector failed to start");
+            self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+            return;
+        }
+        let shown = if entry.state.target == TargetState::Paused { State::Paused } else { State::Running };
+        self.status.put_connector(name, self.state(shown, None));
+        entry.instance = Some(instance);
+        self.reconfigure_tasks(entries, name).await;
+    }
+
+    /// Regenerates task configs; when they changed, stores them and restarts the tasks.
+    /// Tasks that are not running are started.
+    async fn reconfigure_tasks(&self, entries: &mut BTreeMap<String, Entry>, name: &str) {
+        let entry = entries.get_mut(name).expect("entry exists");
+        let Some(instance) = entry.instance.as_mut() else { return };
+        let max = entry.state.config.get("tasks.max").and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(1);
+        let generated = match instance.task_configs(max).await {
+            Ok(t) => t,
+            Err(e) => {
+                self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+                return;
+            }
+        };
+        if generated.len() > max {
+            let msg = format!("connector {name} generated {} task configs, more than tasks.max={max}", generated.len());
+            self.status.put_connector(name, self.state(State::Failed, Some(format!("ConnectException: {msg}"))));
+            return;
+        }
+        if generated != entry.state.tasks {
+            if let Err(e) = self.configs.put_task_configs(name, &generated).await {
+                self.status.put_connector(name, self.state(State::Failed, Some(format!("ConnectException: could not store task configs: {e}"))));
+                return;
+            }
+            self.stop_tasks(entry, None).await;
+            entry.state.tasks = generated;
+        }
+        for i in 0..entry.state.tasks.len() as u32 {
+            if !entry.tasks.contains_key(&i) {
+                self.start_task(entry, name, i);
+            }
+        }
+    }
+
+    /// Stops the given tasks (all when `only` is None) and waits for them.
+    async fn stop_tasks(&self, entry: &mut Entry, only: Option<&[u32]>) {
+        let ids: Vec<u32> = entry.tasks.keys().copied().filter(|i| only.is_none_or(|o| o.contains(i))).collect();
+        let mut joins = Vec::new();
+        for i in ids {
+            if let Some(t) = entry.tasks.remove(&i) {
+                t.shutdown.cancel();
+                joins.push(t.join);
+            }
+        }
+        self.await_tasks(joins).await;
+    }
+
+    fn start_task(&self, entry: &mut Entry, name: &str, index: u32) {
+        let id = ConnectorTaskId { connector: name.to_owned(), task: index };
+        let shutdown = CancellationToken::new();
+        let status = self.status.clone();
+        let worker_id = self.worker_id.clone();
+        let fail = {
+            let status = status.clone();
+            let id = id.clone();
+            let worker_id = worker_id.clone();
+            move |trace: String| status.put_task(&id, StateInfo { state: State::Failed, trace: Some(trace), worker_id: worker_id.clone() })
+        };
+        let prepared = self.prepare_task(entry, &id);
+        let runner = match prepared {
+            Ok(r) => r,
+            Err(e) => {
+                fail(e.trace());
+                return;
+            }
+        };
+        let initial = if *entry.target_tx.borrow() == TargetState::Started { State::Running } else { State::Paused };
+        status.put_task(&id, StateInfo { state: initial, trace: None, worker_id });
+        let token = shutdown.clone();
+        let join = tokio::spawn(async move {
+            let result = match runner {
+                Runner::Source(r) => r.run(token).await,
+                Runner::Sink(r) => r.run(token).await,
+            };
+            if let Err(e) = result {
+                tracing::error!(task = ?id, error = %e, "task failed");
+                fail(e.trace());
+            }
+        });
+        entry.tasks.insert(index, TaskHandle { shutdown, join });
+    }
+
+    fn prepare_task(&self, entry: &Entry, id: &ConnectorTaskId) -> Result<Runner, sluice_api::ConnectError> {
+        let config = self.resolved(&entry.state.config)?;
+        let task_props = self.resolved(&entry.state.tasks[id.task as usize])?;
+        let key = ConverterSpec::resolve(&config, "key.converter", self.worker.key_converter());
+        let value = ConverterSpec::resolve(&config, "value.converter", self.worker.value_converter());
+        let header = ConverterSpec::resolve(&config, "header.converter", self.worker.header_converter());
+        let converters = RecordConverters::build(&key, &value, &header)?;
+        let instance = entry.instance.as_ref().ok_or_else(|| sluice_api::ConnectError::fatal("the connector is not running"))?;
+        let on_state = {
+            let status = self.status.clone();
+            let id = id.clone();
+            let worker_id = self.worker_id.clone();
+            Box::new(move |running: bool| {
+                let state = if running { State::Running } else { State::Paused };
+                status.put_task(&id, StateInfo { state, trace: None, worker_id: worker_id.clone() });
+            })
+        };
+        Ok(match instance.create_task() {
+            Task::Source(task) => Runner::Source(SourceRunner {
+                id: id.clone(),
+                task,
+                ctx: SourceTaskContext {
+                    connector: id.connector.clone(),
+                    task_id: id.task,
+                    props: task_props,
+                    offsets: Arc::new(ConnectorOffsets { store: self.offsets.clone(), connector: id.connector.clone() }),
+                    shutdown: CancellationToken::new(),
+                },
+                log: self.log.clone(),
+                converters,
+                offsets: self.offsets.clone(),
+                status: self.status.clone(),
+                flush_interval: self.worker.offset_flush_interval,
+                flush_timeout: self.worker.offset_flush_timeout,
+                target: entry.target_tx.subscribe(),
+                on_state,
+            }),
+            Task::Sink(task) => {
+                let subscription = match config.get("topics").map(|t| t.trim()).filter(|t| !t.is_empty()) {
+                    Some(list) => Subscription::Topics(list.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()),
+                    None => Subscription::pattern(config.get("topics.regex").map(String::as_str).unwrap_or(""))
+                        .map_err(|e| sluice_api::ConnectError::config("topics.regex", e.to_string()))?,
+                };
+                Runner::Sink(SinkRunner {
+                    id: id.clone(),
+                    task,
+                    ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
+                    log: self.log.clone(),
+                    converters,
+                    status: self.status.clone(),
+                    subscription,
+                    group: format!("connect-{}", id.connector),
+                    task_count: entry.state.tasks.len() as u32,
+                    commit_interval: self.worker.offset_flush_interval,
+                    target: entry.target_tx.subscribe(),
+                    on_state,
+                })
+            }
+        })
+    }
+
+    /// Stops tasks and the connector instance (the entry stays).
+    async fn stop_connector(&self, entries: &mut BTreeMap<String, Entry>, name: &str) {
+        let entry = entries.get_mut(name).expect("entry exists");
+        self.stop_tasks(entry, None).await;
+        if let Some(mut instance) = entry.instance.take() {
+            if let Err(e) = instance.stop().await {
+                tracing::warn!(connector = name, error = %e, "connector stop failed");
+            }
+        }
+    }
+
+    fn info(&self, name: &str, entry: &Entry) -> ConnectorInfo {
+        ConnectorInfo {
+            name: name.to_owned(),
+            config: self.redacted(entry, &entry.state.config),
+            tasks: (0..entry.state.tasks.len() as u32).map(|task| ConnectorTaskId { connector: name.to_owned(), task }).collect(),
+            kind: entry.plugin.kind,
+        }
+    }
+
+    fn redacted(&self, entry: &Entry, props: &Props) -> Props {
+        let def: ConfigDef = (entry.plugin.create)().config_def();
+        redact(&def, props)
+    }
+
+    fn status_of(&self, name: &str, entry: &Entry) -> ConnectorStateInfo {
+        let connector = self.status.connector(name).unwrap_or_else(|| self.state(State::Unassigned, None));
+        let tasks = (0..entry.state.tasks.len() as u32)
+            .map(|task| {
+                let id = ConnectorTaskId { connector: name.to_owned(), task };
+                TaskStateInfo { id: task, state: self.status.task(&id).unwrap_or_else(|| self.state(State::Unassigned, None)) }
+            })
+            .collect();
+        ConnectorStateInfo { name: name.to_owned(), connector, tasks, kind: entry.plugin.kind }
+    }
+
+    async fn set_target(&self, entries: &mut BTreeMap<String, Entry>, name: &str, target: TargetState) -> HerderResult<()> {
+        let previous = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?.state.target;
+        self.configs.put_target_state(name, target).await.map_err(internal)?;
+        let entry = entries.get_mut(name).expect("checked");
+        entry.state.target = target;
+        entry.target_tx.send_replace(target);
+        match (previous, target) {
+            (_, TargetState::Stopped) => {
+                self.stop_connector(entries, name).await;
+                let entry = entries.get_mut(name).expect("checked");
+                if let Err(e) = self.configs.put_task_configs(name, &[]).await {
+                    tracing::error!(connector = name, error = %e, "could not clear task configs");
+                }
+                for i in 0..entry.state.tasks.len() as u32 {
+                    self.status.remove_task(&ConnectorTaskId { connector: name.to_owned(), task: i });
+                }
+                entry.state.tasks.clear();
+                self.status.put_connector(name, self.state(State::Stopped, None));
+            }
+            (TargetState::Stopped, _) => self.start_connector(entries, name).await,
+            (_, TargetState::Paused) => {
+                if self.status.connector(name).is_some_and(|s| s.state == State::Running) {
+                    self.status.put_connector(name, self.state(State::Paused, None));
+                }
+            }
+            (_, TargetState::Started) => {
+                if self.status.connector(name).is_some_and(|s| s.state == State::Paused) {
+                    self.status.put_connector(name, self.state(State::Running, None));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn require_stopped(&self, entries: &BTreeMap<String, Entry>, name: &str) -> HerderResult<ConnectorKind> {
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        if entry.state.target != TargetState::Stopped || !entry.tasks.is_empty() {
+            return Err(HerderError::BadRequest(format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+            )));
+        }
+        Ok(entry.plugin.kind)
+    }
+}
+
+enum Runner {
+    Source(SourceRunner),
+    Sink(SinkRunner),
+}
+
+fn sink_partition(tp: &sluice_api::TopicPartition) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("kafka_topic".into(), json!(tp.topic));
+    m.insert("kafka_partition".into(), json!(tp.partition));
+    m
+}
+
+fn parse_sink_offset(o: &ConnectorOffset) -> HerderResult<(sluice_api::TopicPartition, Option<i64>)> {
+    let topic = o
+        .partition
+        .get("kafka_topic")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| HerderError::BadRequest("Kafka topic names must be valid strings: set kafka_topic in each partition".to_owned()))?;
+    let partition = o
+        .partition
+        .get("kafka_partition")
+        .and_then(|v| v.as_i64())
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|p| *p >= 0)
+        .ok_or_else(|| HerderError::BadRequest("Kafka partitions must be valid non-negative integers: set kafka_partition in each partition".to_owned()))?;
+    let offset = match &o.offset {
+        None => None,
+        Some(m) => Some(
+            m.get("kafka_offset")
+                .and_then(|v| v.as_i64())
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| HerderError::BadRequest("Kafka offsets must be valid non-negative integers: set kafka_offset in each offset".to_owned()))?,
+        ),
+    };
+    Ok((sluice_api::TopicPartition::new(topic, partition), offset))
+}
+
+#[async_trait]
+impl Herder for StandaloneHerder {
+    fn worker_id(&self) -> String {
+        self.worker_id.clone()
+    }
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    async fn connectors(&self) -> Vec<String> {
+        self.entries.lock().await.keys().cloned().collect()
+    }
+
+    async fn connector_info(&self, name: &str) -> HerderResult<ConnectorInfo> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(self.info(name, entry))
+    }
+
+    async fn connector_config(&self, name: &str) -> HerderResult<Props> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(self.redacted(entry, &entry.state.config))
+    }
+
+    async fn put_connector_config(&self, name: &str, mut config: Props, allow_replace: bool, initial_state: Option<TargetState>) -> HerderResult<(bool, ConnectorInfo)> {
+        if name.trim().is_empty() {
+            return Err(HerderError::BadRequest("Connector name is required and must not be empty".to_owned()));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(HerderError::BadRequest(format!("Connector name {name:?} must not contain control characters")));
+        }
+        config.insert("name".to_owned(), name.to_owned());
+        let (infos, plugin) = validate::validate(&self.plugins, &config)?;
+        if infos.error_count() > 0 {
+            return Err(HerderError::BadRequest(invalid_message(&infos)));
+        }
+        let mut entries = self.entries.lock().await;
+        let exists = entries.contains_key(name);
+        if exists && !allow_replace {
+            return Err(HerderError::Conflict(format!("Connector {name} already exists")));
+        }
+        if exists && entries[name].plugin.kind != plugin.kind {
+            return Err(HerderError::BadRequest(format!("Connector {name} is a {} connector; its type cannot change", entries[name].plugin.kind.name())));
+        }
+        self.configs.put_connector(name, &config).await.map_err(internal)?;
+        if exists {
+            self.stop_connector(&mut entries, name).await;
+            let entry = entries.get_mut(name).expect("exists");
+            entry.state.config = config;
+            entry.plugin = plugin;
+        } else {
+            let target = initial_state.unwrap_or(TargetState::Started);
+            self.configs.put_target_state(name, target).await.map_err(internal)?;
+            let (target_tx, _) = watch::channel(target);
+            entries.insert(
+                name.to_owned(),
+                Entry { state: ConnectorConfigState { config, target, tasks: Vec::new() }, plugin, instance: None, target_tx, tasks: BTreeMap::new() },
+            );
+        }
+        self.start_connector(&mut entries, name).await;
+        Ok((!exists, self.info(name, &entries[name])))
+    }
+
+    async fn patch_connector_config(&self, name: &str, patch: BTreeMap<String, Option<String>>) -> HerderResult<ConnectorInfo> {
+        let mut config = {
+            let entries = self.entries.lock().await;
+            entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?.state.config.clone()
+        };
+        for (k, v) in patch {
+            match v {
+                Some(v) => config.insert(k, v),
+                None => config.remove(&k),
+            };
+        }
+        self.put_connector_config(name, config, true, None).await.map(|(_, info)| info)
+    }
+
+    async fn delete_connector(&self, name: &str) -> HerderResult<()> {
+        let mut entries = self.entries.lock().await;
+        if !entries.contains_key(name) {
+            return Err(HerderError::connector_not_found(name));
+        }
+        self.stop_connector(&mut entries, name).await;
+        self.configs.remove_connector(name).await.map_err(internal)?;
+        entries.remove(name);
+        self.status.remove_connector(name);
+        Ok(())
+    }
+
+    async fn connector_status(&self, name: &str) -> HerderResult<ConnectorStateInfo> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(self.status_of(name, entry))
+    }
+
+    async fn task_status(&self, id: &ConnectorTaskId) -> HerderResult<TaskStateInfo> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+        if id.task as usize >= entry.state.tasks.len() {
+            return Err(HerderError::NotFound(format!("No status found for task {}-{}", id.connector, id.task)));
+        }
+        let state = self.status.task(id).unwrap_or_else(|| self.state(State::Unassigned, None));
+        Ok(TaskStateInfo { id: id.task, state })
+    }
+
+    async fn task_configs(&self, name: &str) -> HerderResult<Vec<TaskInfo>> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(entry
+            .state
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskInfo { id: ConnectorTaskId { connector: name.to_owned(), task: i as u32 }, config: self.redacted(entry, t) })
+            .collect())
+    }
+
+    async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>> {
+        let mut entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        let plain = !req.include_tasks && !req.only_failed;
+        let mut shown = self.status_of(name, entry);
+        let restart_connector = !req.only_failed || shown.connector.state == State::Failed;
+        let restart_tasks: Vec<u32> = if req.include_tasks {
+            shown.tasks.iter().filter(|t| !req.only_failed || t.state.state == State::Failed).map(|t| t.id).collect()
+        } else {
+            Vec::new()
+        };
+        if restart_connector {
+            shown.connector.state = State::Restarting;
+            shown.connector.trace = None;
+        }
+        for t in shown.tasks.iter_mut().filter(|t| restart_tasks.contains(&t.id)) {
+            t.state.state = State::Restarting;
+            t.state.trace = None;
+        }
+        if restart_connector {
+            let entry = entries.get_mut(name).expect("checked");
+            if let Some(mut instance) = entry.instance.take() {
+                let _ = instance.stop().await;
+            }
+            let stop: Vec<u32> = restart_tasks.clone();
+            self.stop_tasks(entry, Some(&stop)).await;
+            self.start_connector(&mut entries, name).await;
+        } else if !restart_tasks.is_empty() {
+            let entry = entries.get_mut(name).expect("checked");
+            self.stop_tasks(entry, Some(&restart_tasks)).await;
+            for i in restart_tasks {
+                if (i as usize) < entry.state.tasks.len() {
+                    self.start_task(entry, name, i);
+                }
+            }
+        }
+        Ok(if plain { None } else { Some(shown) })
+    }
+
+    async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()> {
+        let mut entries = self.entries.lock().await;
+        let entry = entries.get_mut(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+        if id.task as usize >= entry.state.tasks.len() {
+            return Err(HerderError::NotFound(format!("Task {}-{} not found", id.connector, id.task)));
+        }
+        self.stop_tasks(entry, Some(&[id.task])).await;
+        self.start_task(entry, &id.connector, id.task);
+        Ok(())
+    }
+
+    async fn set_target_state(&self, name: &str, state: TargetState) -> HerderResult<()> {
+        let mut entries = self.entries.lock().await;
+        self.set_target(&mut entries, name, state).await
+    }
+
+    async fn connector_topics(&self, name: &str) -> HerderResult<Vec<String>> {
+        let entries = self.entries.lock().await;
+        entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(self.status.topics(name))
+    }
+
+    async fn reset_connector_topics(&self, name: &str) -> HerderResult<()> {
+        let entries = self.entries.lock().await;
+        entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        self.status.reset_topics(name);
+        Ok(())
+    }
+
+    async fn connector_offsets(&self, name: &str) -> HerderResult<Vec<ConnectorOffset>> {
+        let kind = {
+            let entries = self.entries.lock().await;
+            entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?.plugin.kind
+        };
+        Ok(match kind {
+            ConnectorKind::Source => self.offsets.list(name).into_iter().map(|(partition, offset)| ConnectorOffset { partition, offset: Some(offset) }).collect(),
+            ConnectorKind::Sink => self
+                .log
+                .group_offsets(&format!("connect-{name}"))
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|(tp, o)| {
+                    let mut offset = serde_json::Map::new();
+                    offset.insert("kafka_offset".into(), json!(o));
+                    ConnectorOffset { partition: sink_partition(&tp), offset: Some(offset) }
+                })
+                .collect(),
+        })
+    }
+
+    async fn alter_connector_offsets(&self, name: &str, offsets: Vec<ConnectorOffset>) -> HerderResult<String> {
+        let entries = self.entries.lock().await;
+        let kind = self.require_stopped(&entries, name)?;
+        if offsets.is_empty() {
+            return Err(HerderError::BadRequest("Partitions / offsets need to be provided for an alter offsets request".to_owned()));
+        }
+        match kind {
+            ConnectorKind::Source => {
+                let entries: Vec<_> = offsets.into_iter().map(|o| (o.partition, o.offset)).collect();
+                self.offsets.write(name, &entries).await.map_err(internal)?;
+            }
+            ConnectorKind::Sink => {
+                let group = format!("connect-{name}");
+                let parsed = offsets.iter().map(parse_sink_offset).collect::<HerderResult<Vec<_>>>()?;
+                let mut current = self.log.group_offsets(&group).await.map_err(internal)?;
+                let removes = parsed.iter().any(|(_, o)| o.is_none());
+                for (tp, o) in parsed {
+                    match o {
+                        Some(o) => current.insert(tp, o),
+                        None => current.remove(&tp),
+                    };
+                }
+                if removes {
+                    self.log.delete_group(&group).await.map_err(internal)?;
+                }
+                self.log.commit_group(&group, &current).await.map_err(internal)?;
+            }
+        }
+        Ok("The offsets for this connector have been altered successfully".to_owned())
+    }
+
+    async fn reset_connector_offsets(&self, name: &str) -> HerderResult<String> {
+        let entries = self.entries.lock().await;
+        let kind = self.require_stopped(&entries, name)?;
+        match kind {
+            ConnectorKind::Source => {
+                let all: Vec<_> = self.offsets.list(name).into_iter().map(|(p, _)| (p, None)).collect();
+                self.offsets.write(name, &all).await.map_err(internal)?;
+            }
+            ConnectorKind::Sink => self.log.delete_group(&format!("connect-{name}")).await.map_err(internal)?,
+        }
+        Ok("The offsets for this connector have been reset successfully".to_owned())
+    }
+
+    fn plugins(&self, connectors_only: bool) -> Vec<PluginInfo> {
+        self.plugins.list(connectors_only)
+    }
+
+    fn plugin_config(&self, class: &str) -> HerderResult<ConfigDef> {
+        self.plugins.config_def(class).ok_or_else(|| HerderError::NotFound(format!("Unknown plugin {class}.")))
+    }
+
+    async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos> {
+        let (mut infos, plugin) = validate::validate(&self.plugins, props)?;
+        let extra = (plugin.create)().validate_extra(props).await;
+        for (key, error) in extra {
+            match infos.configs.iter_mut().find(|(_, v)| v.name == key) {
+                Some((_, v)) => v.errors.push(error),
+                None => infos.configs.push((
+                    None,
+                    sluice_api::ConfigValue { name: key, value: None, recommended_values: Vec::new(), errors: vec![error], visible: true },
+                )),
+            }
+        }
+        Ok(infos)
+    }
+}

@@ -1,0 +1,166 @@
+//! Validation of connector configurations: the keys every connector has (Connect's
+//! `ConnectorConfig`, `SourceConnectorConfig`, `SinkConnectorConfig`), the connector's own
+//! keys, converters, and unknown keys (reported by name, never silently ignored).
+
+use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConfigValue, ConnectorKind, ConnectorPlugin, Importance, Props, Validator};
+
+use super::{ConfigInfos, HerderError};
+use crate::plugins::Plugins;
+
+pub const COMMON_GROUP: &str = "Common";
+pub const ERRORS_GROUP: &str = "Error Handling";
+
+/// Keys under these prefixes belong to something the runtime configures by prefix.
+const PASSTHROUGH_PREFIXES: &[&str] = &[
+    "key.converter.",
+    "value.converter.",
+    "header.converter.",
+    "producer.override.",
+    "consumer.override.",
+    "admin.override.",
+    "topic.creation.",
+];
+
+/// The keys every connector of `kind` has.
+pub fn common_def(kind: ConnectorKind) -> ConfigDef {
+    let common = |name: &str, ty, imp, doc: &str| ConfigKey::new(name, ty, imp, doc);
+    let mut def = ConfigDef::new()
+        .define(common("name", ConfigType::String, Importance::High, "Globally unique name to use for this connector.").validator(Validator::NonEmpty).group(COMMON_GROUP, 1, "Connector name"))
+        .define(
+            common("connector.class", ConfigType::String, Importance::High, "Name or alias of the class for this connector.")
+                .group(COMMON_GROUP, 2, "Connector class"),
+        )
+        .define(
+            common("tasks.max", ConfigType::Int, Importance::High, "Maximum number of tasks to use for this connector.")
+                .default_value("1")
+                .validator(Validator::AtLeast(1))
+                .group(COMMON_GROUP, 3, "Tasks max"),
+        )
+        .define(common("tasks.max.enforce", ConfigType::Boolean, Importance::Low, "Whether to fail the connector when it generates more than tasks.max task configs.").default_value("true").group(COMMON_GROUP, 4, "Enforce tasks max"))
+        .define(common("key.converter", ConfigType::Class, Importance::Low, "Converter class for keys; overrides the worker's.").default_value("").group(COMMON_GROUP, 5, "Key converter class"))
+        .define(common("value.converter", ConfigType::Class, Importance::Low, "Converter class for values; overrides the worker's.").default_value("").group(COMMON_GROUP, 6, "Value converter class"))
+        .define(common("header.converter", ConfigType::Class, Importance::Low, "Header converter class; overrides the worker's.").default_value("").group(COMMON_GROUP, 7, "Header converter class"))
+        .define(
+            common("config.action.reload", ConfigType::String, Importance::Low, "What to do when an external config provider's value changes: restart or none.")
+                .default_value("restart")
+                .validator(Validator::one_of(&["none", "restart"]))
+                .group(COMMON_GROUP, 8, "Reload action"),
+        )
+        .define(common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records. Not available yet: must be empty.").default_value("").group("Transforms", 1, "Transforms"))
+        .define(common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations. Not available yet: must be empty.").default_value("").group("Predicates", 1, "Predicates"))
+        .define(
+            common("errors.tolerance", ConfigType::String, Importance::Medium, "Behaviour for tolerating errors during connector operation. Only 'none' is available yet: the first bad record fails the task.")
+                .default_value("none")
+                .validator(Validator::one_of(&["none"]))
+                .group(ERRORS_GROUP, 1, "Error Tolerance"),
+        )
+        .define(common("errors.retry.timeout", ConfigType::Long, Importance::Medium, "Maximum duration in milliseconds that a failed operation will be reattempted.").default_value("0").group(ERRORS_GROUP, 2, "Retry Timeout for Errors"))
+        .define(common("errors.retry.delay.max.ms", ConfigType::Long, Importance::Medium, "Maximum duration in milliseconds between consecutive retry attempts.").default_value("60000").group(ERRORS_GROUP, 3, "Maximum Delay Between Retries for Errors"))
+        .define(common("errors.log.enable", ConfigType::Boolean, Importance::Medium, "Log each error and the details of the failed operation.").default_value("false").group(ERRORS_GROUP, 4, "Log Errors"))
+        .define(common("errors.log.include.messages", ConfigType::Boolean, Importance::Medium, "Include the record in the error log.").default_value("false").group(ERRORS_GROUP, 5, "Log Error Details"));
+    if kind == ConnectorKind::Sink {
+        def = def
+            .define(common("topics", ConfigType::List, Importance::High, "List of topics to consume, separated by commas.").default_value("").group(COMMON_GROUP, 4, "Topics"))
+            .define(common("topics.regex", ConfigType::String, Importance::High, "Regular expression giving topics to consume.").default_value("").group(COMMON_GROUP, 4, "Topics regex"));
+    }
+    def
+}
+
+/// Full validation, as `PUT /connector-plugins/{class}/config/validate` answers it.
+pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
+    let class = props
+        .get("connector.class")
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| HerderError::BadRequest("Connector config contains no connector type: set connector.class".to_owned()))?;
+    let plugin = *plugins.connector(class.trim()).ok_or_else(|| {
+        HerderError::BadRequest(format!(
+            "Failed to find any class that implements Connector and which name matches {class}, available connectors are: {}",
+            plugins.connector_classes().join(", ")
+        ))
+    })?;
+    let own = (plugin.create)().config_def();
+    let def = common_def(plugin.kind).merge(&own);
+    let mut values = def.validate(props);
+    let keyed = |values: &mut Vec<ConfigValue>, key: &str, msg: String| {
+        if let Some(v) = values.iter_mut().find(|v| v.name == key) {
+            v.errors.push(msg);
+        }
+    };
+    for key in ["key.converter", "value.converter", "header.converter"] {
+        let Some(class) = props.get(key).filter(|c| !c.is_empty()) else { continue };
+        let known = if key == "header.converter" {
+            crate::convert::header_converters().iter().any(|c| c.class == class || c.aliases.contains(&class.as_str()))
+        } else {
+            crate::convert::converters().iter().any(|c| c.class == class || c.aliases.contains(&class.as_str()))
+        };
+        if !known {
+            keyed(&mut values, key, format!("Invalid value {class} for configuration {key}: Class {class} could not be found."));
+        }
+    }
+    for key in ["transforms", "predicates"] {
+        if props.get(key).is_some_and(|v| !v.trim().is_empty()) {
+            keyed(&mut values, key, format!("Invalid value {} for configuration {key}: {key} are not available in this version of sluice yet", props[key]));
+        }
+    }
+    if plugin.kind == ConnectorKind::Sink {
+        let topics = props.get("topics").is_some_and(|t| !t.trim().is_empty());
+        let regex = props.get("topics.regex").is_some_and(|t| !t.trim().is_empty());
+        match (topics, regex) {
+            (true, true) => keyed(&mut values, "topics", "topics and topics.regex are mutually exclusive options, but both are set.".to_owned()),
+            (false, false) => keyed(&mut values, "topics", "Must configure one of topics or topics.regex".to_owned()),
+            (false, true) => {
+                if let Err(e) = regex::Regex::new(&props["topics.regex"]) {
+                    keyed(&mut values, "topics.regex", format!("Invalid value {} for configuration topics.regex: {e}", props["topics.regex"]));
+                }
+            }
+            (true, false) => {}
+        }
+    }
+    for key in props.keys() {
+        if def.key(key).is_none() && !PASSTHROUGH_PREFIXES.iter().any(|p| key.starts_with(p)) {
+            values.push(ConfigValue {
+                name: key.clone(),
+                value: Some(props[key].clone()),
+                recommended_values: Vec::new(),
+                errors: vec![format!("Unknown configuration key '{key}': {} does not support it", plugin.class)],
+                visible: true,
+            });
+        }
+    }
+    let mut groups: Vec<String> = Vec::new();
+    for k in def.keys() {
+        if let Some(g) = &k.group {
+            if !groups.contains(g) {
+                groups.push(g.clone());
+            }
+        }
+    }
+    let configs = values.into_iter().map(|v| (def.key(&v.name).cloned(), v)).collect();
+    Ok((ConfigInfos { name: plugin.class.to_owned(), groups, configs }, plugin))
+}
+
+/// The 400 message for an invalid config, as Connect words it.
+pub fn invalid_message(infos: &ConfigInfos) -> String {
+    let errors: Vec<String> = infos.configs.iter().flat_map(|(_, v)| v.errors.iter().cloned()).collect();
+    format!(
+        "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
+        errors.len(),
+        errors.join("\n")
+    )
+}
+
+/// A copy of `props` with every password-typed value hidden (placeholders stay visible:
+/// they are references, not secrets).
+pub fn redact(def: &ConfigDef, props: &Props) -> Props {
+    props
+        .iter()
+        .map(|(k, v)| {
+            let secret = def.key(k).is_some_and(|key| key.ty == ConfigType::Password);
+            if secret && !v.is_empty() && !(v.starts_with("${") && v.ends_with('}')) {
+                (k.clone(), sluice_api::secret::REDACTED.to_owned())
+            } else {
+                (k.clone(), v.clone())
+            }
+        })
+        .collect()
+}

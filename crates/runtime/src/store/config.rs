@@ -1,0 +1,167 @@
+//! Connector configs, task configs and target states in the config topic (one partition,
+//! compacted). Writes are durable before they return; [`ConfigStore::open`] replays the
+//! topic into a [`ConfigSnapshot`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{json, Value as Json};
+use sluice_api::{Props, TopicPartition};
+
+use crate::herder::TargetState;
+use crate::log::{Log, LogResult, TopicConfig};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectorConfigState {
+    pub config: Props,
+    pub target: TargetState,
+    /// The committed task configurations.
+    pub tasks: Vec<Props>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigSnapshot {
+    pub connectors: BTreeMap<String, ConnectorConfigState>,
+}
+
+pub struct ConfigStore {
+    log: Arc<dyn Log>,
+    topic: String,
+}
+
+impl ConfigStore {
+    pub async fn open(log: Arc<dyn Log>, topic: &str) -> LogResult<(Self, ConfigSnapshot)> {
+        log.ensure_topic(topic, TopicConfig::compacted(1)).await?;
+        let records = super::read_all(log.as_ref(), &TopicPartition::new(topic, 0)).await?;
+        let mut snapshot = ConfigSnapshot::default();
+        let mut pending: BTreeMap<String, BTreeMap<u32, Props>> = BTreeMap::new();
+        for r in records {
+            let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
+            let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
+            apply(&mut snapshot, &mut pending, key, value);
+        }
+        Ok((Self { log, topic: topic.to_owned() }, snapshot))
+    }
+
+    async fn write(&self, records: Vec<(String, Option<Json>)>) -> LogResult<()> {
+        let batch = records.iter().map(|(k, v)| super::produce(&self.topic, 0, k, v.as_ref())).collect();
+        self.log.append(batch).await.map(|_| ())
+    }
+
+    pub async fn put_connector(&self, name: &str, config: &Props) -> LogResult<()> {
+        self.write(vec![(format!("connector-{name}"), Some(json!({ "properties": config })))]).await
+    }
+
+    pub async fn put_target_state(&self, name: &str, state: TargetState) -> LogResult<()> {
+        self.write(vec![(format!("target-state-{name}"), Some(target_state_json(state)))]).await
+    }
+
+    /// Writes every task config, then the commit record that makes them take effect.
+    pub async fn put_task_configs(&self, name: &str, tasks: &[Props]) -> LogResult<()> {
+        let mut records: Vec<_> = tasks.iter().enumerate().map(|(i, t)| (format!("task-{name}-{i}"), Some(json!({ "properties": t })))).collect();
+        records.push((format!("commit-{name}"), Some(json!({ "tasks": tasks.len() }))));
+        self.write(records).await
+    }
+
+    /// Tombstones for the connector's config and target state.
+    pub async fn remove_connector(&self, name: &str) -> LogResult<()> {
+        self.write(vec![(format!("connector-{name}"), None), (format!("target-state-{name}"), None)]).await
+    }
+}
+
+fn target_state_json(state: TargetState) -> Json {
+    match state {
+        TargetState::Started => json!({ "state": "STARTED" }),
+        TargetState::Paused => json!({ "state": "PAUSED" }),
+        // Older readers see PAUSED; newer ones read state.v2, as Connect writes it.
+        TargetState::Stopped => json!({ "state": "PAUSED", "state.v2": "STOPPED" }),
+    }
+}
+
+fn parse_target_state(v: &Json) -> Option<TargetState> {
+    let s = v.get("state.v2").and_then(Json::as_str).or_else(|| v.get("state").and_then(Json::as_str))?;
+    match s {
+        "STARTED" => Some(TargetState::Started),
+        "PAUSED" => Some(TargetState::Paused),
+        "STOPPED" => Some(TargetState::Stopped),
+        _ => None,
+    }
+}
+
+fn properties(v: &Json) -> Option<Props> {
+    let map = v.get("properties")?.as_object()?;
+    Some(map.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned()))).collect())
+}
+
+fn apply(snapshot: &mut ConfigSnapshot, pending: &mut BTreeMap<String, BTreeMap<u32, Props>>, key: &str, value: Option<Json>) {
+    if let Some(name) = key.strip_prefix("connector-") {
+        match value.as_ref().and_then(properties) {
+            Some(config) => {
+                snapshot
+                    .connectors
+                    .entry(name.to_owned())
+                    .and_modify(|c| c.config = config.clone())
+                    .or_insert(ConnectorConfigState { config, target: TargetState::Started, tasks: Vec::new() });
+            }
+            None => {
+                snapshot.connectors.remove(name);
+                pending.remove(name);
+            }
+        }
+    } else if let Some(name) = key.strip_prefix("target-state-") {
+        if let (Some(state), Some(c)) = (value.as_ref().and_then(parse_target_state), snapshot.connectors.get_mut(name)) {
+            c.target = state;
+        }
+    } else if let Some(rest) = key.strip_prefix("task-") {
+        if let Some((name, idx)) = rest.rsplit_once('-') {
+            if let (Ok(i), Some(props)) = (idx.parse::<u32>(), value.as_ref().and_then(properties)) {
+                pending.entry(name.to_owned()).or_default().insert(i, props);
+            }
+        }
+    } else if let Some(name) = key.strip_prefix("commit-") {
+        let n = value.as_ref().and_then(|v| v.get("tasks")).and_then(Json::as_u64).unwrap_or(0) as u32;
+        let staged = pending.remove(name).unwrap_or_default();
+        if (0..n).all(|i| staged.contains_key(&i)) {
+            if let Some(c) = snapshot.connectors.get_mut(name) {
+                c.tasks = (0..n).map(|i| staged[&i].clone()).collect();
+            }
+        } else {
+            tracing::warn!(connector = name, tasks = n, "ignoring a task config commit whose task configs are incomplete");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_applies_commits_target_states_and_tombstones() {
+        let mut snap = ConfigSnapshot::default();
+        let mut pending = BTreeMap::new();
+        let props = |v: &str| json!({ "properties": { "k": v } });
+        apply(&mut snap, &mut pending, "connector-a", Some(props("1")));
+        apply(&mut snap, &mut pending, "task-a-0", Some(props("t0")));
+        apply(&mut snap, &mut pending, "task-a-1", Some(props("t1")));
+        apply(&mut snap, &mut pending, "commit-a", Some(json!({ "tasks": 2 })));
+        apply(&mut snap, &mut pending, "target-state-a", Some(target_state_json(TargetState::Stopped)));
+        apply(&mut snap, &mut pending, "connector-b", Some(props("2")));
+        apply(&mut snap, &mut pending, "task-b-0", Some(props("x")));
+        apply(&mut snap, &mut pending, "commit-b", Some(json!({ "tasks": 2 })));
+        let a = &snap.connectors["a"];
+        assert_eq!(a.config["k"], "1");
+        assert_eq!(a.tasks.len(), 2);
+        assert_eq!(a.tasks[1]["k"], "t1");
+        assert_eq!(a.target, TargetState::Stopped);
+        assert!(snap.connectors["b"].tasks.is_empty(), "an incomplete commit is ignored");
+        apply(&mut snap, &mut pending, "connector-a", None);
+        assert!(!snap.connectors.contains_key("a"));
+    }
+
+    #[test]
+    fn target_state_records_match_connect() {
+        assert_eq!(target_state_json(TargetState::Stopped).to_string(), r#"{"state":"PAUSED","state.v2":"STOPPED"}"#);
+        assert_eq!(parse_target_state(&json!({"state":"PAUSED"})), Some(TargetState::Paused));
+        assert_eq!(parse_target_state(&json!({"state":"PAUSED","state.v2":"STOPPED"})), Some(TargetState::Stopped));
+    }
+}

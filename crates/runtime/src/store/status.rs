@@ -1,0 +1,140 @@
+//! Connector, task and topic statuses. The in-memory board answers REST; every change is
+//! also appended to the status topic in Connect's format (without waiting for it: a status
+//! is a report, not progress).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value as Json};
+use sluice_api::TopicPartition;
+
+use crate::herder::{ConnectorTaskId, StateInfo};
+use crate::log::{Log, LogResult, TopicConfig};
+use crate::partitioner::partition_for_key;
+
+#[derive(Default)]
+struct Board {
+    connectors: BTreeMap<String, StateInfo>,
+    tasks: BTreeMap<ConnectorTaskId, StateInfo>,
+    /// connector → topics it has used
+    topics: BTreeMap<String, BTreeSet<String>>,
+}
+
+pub struct StatusStore {
+    log: Arc<dyn Log>,
+    topic: String,
+    partitions: i32,
+    board: Mutex<Board>,
+}
+
+impl StatusStore {
+    pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32) -> LogResult<Self> {
+        log.ensure_topic(topic, TopicConfig::compacted(partitions)).await?;
+        let count = log.partition_count(topic).await?;
+        let mut board = Board::default();
+        for p in 0..count {
+            for r in super::read_all(log.as_ref(), &TopicPartition::new(topic, p)).await? {
+                let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
+                let Some((topic_name, connector)) = key.strip_prefix("status-topic-").and_then(|k| k.split_once(":connector-")) else { continue };
+                let set = board.topics.entry(connector.to_owned()).or_default();
+                if r.record.value.is_some() {
+                    set.insert(topic_name.to_owned());
+                } else {
+                    set.remove(topic_name);
+                }
+            }
+        }
+        Ok(Self { log, topic: topic.to_owned(), partitions: count, board: Mutex::new(board) })
+    }
+
+    fn persist(&self, records: Vec<(String, Option<Json>)>) {
+        let batch = records
+            .iter()
+            .map(|(k, v)| super::produce(&self.topic, partition_for_key(k.as_bytes(), self.partitions), k, v.as_ref()))
+            .collect();
+        let ack = self.log.append(batch);
+        tokio::spawn(async move {
+            if let Err(e) = ack.await {
+                tracing::warn!(error = %e, "could not write a status record");
+            }
+        });
+    }
+
+    fn status_json(s: &StateInfo) -> Json {
+        json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": 0 })
+    }
+
+    pub fn put_connector(&self, name: &str, status: StateInfo) {
+        let record = Self::status_json(&status);
+        self.board.lock().expect("status lock").connectors.insert(name.to_owned(), status);
+        self.persist(vec![(format!("status-connector-{name}"), Some(record))]);
+    }
+
+    pub fn put_task(&self, id: &ConnectorTaskId, status: StateInfo) {
+        let record = Self::status_json(&status);
+        self.board.lock().expect("status lock").tasks.insert(id.clone(), status);
+        self.persist(vec![(format!("status-task-{}-{}", id.connector, id.task), Some(record))]);
+    }
+
+    pub fn connector(&self, name: &str) -> Option<StateInfo> {
+        self.board.lock().expect("status lock").connectors.get(name).cloned()
+    }
+
+    pub fn task(&self, id: &ConnectorTaskId) -> Option<StateInfo> {
+        self.board.lock().expect("status lock").tasks.get(id).cloned()
+    }
+
+    /// Forgets a task's status (it no longer exists).
+    pub fn remove_task(&self, id: &ConnectorTaskId) {
+        self.board.lock().expect("status lock").tasks.remove(id);
+        self.persist(vec![(format!("status-task-{}-{}", id.connector, id.task), None)]);
+    }
+
+    /// Forgets everything about a deleted connector.
+    pub fn remove_connector(&self, name: &str) {
+        let mut records = vec![(format!("status-connector-{name}"), None)];
+        {
+            let mut board = self.board.lock().expect("status lock");
+            board.connectors.remove(name);
+            let ids: Vec<_> = board.tasks.keys().filter(|id| id.connector == name).cloned().collect();
+            for id in ids {
+                board.tasks.remove(&id);
+                records.push((format!("status-task-{}-{}", id.connector, id.task), None));
+            }
+            for t in board.topics.remove(name).unwrap_or_default() {
+                records.push((format!("status-topic-{t}:connector-{name}"), None));
+            }
+        }
+        self.persist(records);
+    }
+
+    /// Records that a task of `connector` used `topic`; writes only the first time.
+    pub fn topic_used(&self, connector: &str, topic: &str, task: u32) {
+        let fresh = self.board.lock().expect("status lock").topics.entry(connector.to_owned()).or_default().insert(topic.to_owned());
+        if fresh {
+            let value = json!({ "topic": { "name": topic, "connector": connector, "task": task, "discoverTimestamp": super::now_ms() } });
+            self.persist(vec![(format!("status-topic-{topic}:connector-{connector}"), Some(value))]);
+        }
+    }
+
+    pub fn topics(&self, connector: &str) -> Vec<String> {
+        self.board.lock().expect("status lock").topics.get(connector).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    pub fn reset_topics(&self, connector: &str) {
+        let removed = self.board.lock().expect("status lock").topics.remove(connector).unwrap_or_default();
+        self.persist(removed.into_iter().map(|t| (format!("status-topic-{t}:connector-{connector}"), None)).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::herder::State;
+
+    #[test]
+    fn status_record_matches_connect() {
+        let s = StateInfo { state: State::Failed, trace: Some("boom".into()), worker_id: "h:1".into() };
+        assert_eq!(StatusStore::status_json(&s).to_string(), r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":0}"#);
+    }
+}

@@ -1,0 +1,125 @@
+//! The task loops: the only code that moves records and progress.
+//!
+//! ```text
+//! source:  poll ─▶ convert ─▶ log.append ──(ack future)──▶ committer
+//!                                                          │ acked prefix per source partition
+//!                                          every offset.flush.interval.ms and on stop:
+//!                                          offsets topic (durable) ─▶ SourceTask::commit
+//! sink:    log.read ─▶ convert ─▶ SinkTask::put ─▶ every offset.flush.interval.ms and on stop:
+//!          SinkTask::pre_commit ─▶ consumer-group offsets (durable)
+//! ```
+
+pub mod sink;
+pub mod source;
+
+use std::time::Duration;
+
+use sluice_api::{ConnectError, ConnectResult, Props};
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::{self, Converter, HeaderConverter};
+
+/// The converters one task uses, from the connector's overrides or the worker's defaults.
+pub struct RecordConverters {
+    pub key: Box<dyn Converter>,
+    pub value: Box<dyn Converter>,
+    pub header: Box<dyn HeaderConverter>,
+}
+
+/// A converter class and its own properties (prefix removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConverterSpec {
+    pub class: String,
+    pub props: Props,
+}
+
+impl ConverterSpec {
+    /// The connector's `<key>` override (with its `<key>.*` properties), else the worker's.
+    pub fn resolve(connector: &Props, key: &str, worker: (String, Props)) -> Self {
+        match connector.get(key) {
+            Some(class) => {
+                let prefix = format!("{key}.");
+                let props = connector.iter().filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_owned(), v.clone()))).collect();
+                Self { class: class.clone(), props }
+            }
+            None => Self { class: worker.0, props: worker.1 },
+        }
+    }
+}
+
+impl RecordConverters {
+    pub fn build(key: &ConverterSpec, value: &ConverterSpec, header: &ConverterSpec) -> ConnectResult<Self> {
+        Ok(Self { key: make_converter("key.converter", key, true)?, value: make_converter("value.converter", value, false)?, header: make_header_converter(header)? })
+    }
+}
+
+fn make_converter(key: &str, spec: &ConverterSpec, is_key: bool) -> ConnectResult<Box<dyn Converter>> {
+    let plugin = convert::converters().iter().find(|p| p.class == spec.class || p.aliases.contains(&spec.class.as_str())).ok_or_else(|| {
+        let available: Vec<_> = convert::converters().iter().map(|p| p.class).collect();
+        ConnectError::config(key, format!("unknown converter class '{}'; available: {}", spec.class, available.join(", ")))
+    })?;
+    (plugin.create)(&spec.props, is_key)
+}
+
+fn make_header_converter(spec: &ConverterSpec) -> ConnectResult<Box<dyn HeaderConverter>> {
+    let plugin = convert::header_converters().iter().find(|p| p.class == spec.class || p.aliases.contains(&spec.class.as_str())).ok_or_else(|| {
+        let available: Vec<_> = convert::header_converters().iter().map(|p| p.class).collect();
+        ConnectError::config("header.converter", format!("unknown header converter class '{}'; available: {}", spec.class, available.join(", ")))
+    })?;
+    (plugin.create)(&spec.props)
+}
+
+/// Exponential backoff for retriable failures: 100 ms doubling up to 10 s.
+#[derive(Debug, Clone)]
+pub(crate) struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const START: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(10);
+
+    pub(crate) fn new() -> Self {
+        Self { next: Self::START }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.next = Self::START;
+    }
+
+    /// Sleeps for the next delay; false when `shutdown` fired first.
+    pub(crate) async fn wait(&mut self, shutdown: &CancellationToken) -> bool {
+        let d = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        tokio::select! {
+            _ = tokio::time::sleep(d) => true,
+            _ = shutdown.cancelled() => false,
+        }
+    }
+}
+
+/// The pipeline stage a record failed in, named as Connect names it in traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    KeyConverter,
+    ValueConverter,
+    HeaderConverter,
+    Task,
+    Producer,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::KeyConverter => "KEY_CONVERTER",
+            Self::ValueConverter => "VALUE_CONVERTER",
+            Self::HeaderConverter => "HEADER_CONVERTER",
+            Self::Task => "TASK_PUT",
+            Self::Producer => "KAFKA_PRODUCE",
+        }
+    }
+
+    pub(crate) fn fail(self, position: String, err: ConnectError) -> ConnectError {
+        ConnectError::fatal_from(format!("tolerance exceeded in error handler: stage {} failed for {position}", self.name()), err)
+    }
+}

@@ -1,0 +1,272 @@
+//! The sink task loop.
+//!
+//! ## Progress tracking
+//! ```text
+//!  positions (next offset per partition, from the group's committed offsets or the start)
+//!  log.read ─▶ convert ─▶ SinkTask::put ─▶ positions advance
+//!  every offset.flush.interval.ms and on stop:
+//!    SinkTask::pre_commit(positions) ─▶ durable offsets ─▶ log.commit_group(connect-NAME)
+//! ```
+//! A consumer-group offset moves only to what `pre_commit` reports durable in the
+//! destination, and never backwards. A retriable `put` failure re-delivers the same records
+//! after a backoff; nothing is skipped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_api::{ConnectResult, SinkRecord, SinkTask, SinkTaskContext, TimestampType, TopicPartition};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{Backoff, RecordConverters, Stage};
+use crate::herder::{ConnectorTaskId, TargetState};
+use crate::log::{Log, LogError, StoredRecord};
+use crate::store::status::StatusStore;
+
+/// At most this many records go to one `put`.
+pub const MAX_RECORDS_PER_PUT: usize = 5_000;
+/// At most about this many bytes are read from one partition at a time.
+pub const MAX_FETCH_BYTES: usize = 1 << 20;
+/// How often a `topics.regex` subscription looks for new topics and partitions.
+const METADATA_REFRESH: Duration = Duration::from_secs(5);
+
+/// Which topics a sink reads.
+#[derive(Debug, Clone)]
+pub enum Subscription {
+    Topics(Vec<String>),
+    /// A `topics.regex`, compiled anchored at both ends (Java's `matches()`).
+    Pattern(regex::Regex),
+}
+
+impl Subscription {
+    pub fn pattern(regex: &str) -> Result<Self, regex::Error> {
+        regex::Regex::new(&format!("^(?:{regex})$")).map(Self::Pattern)
+    }
+}
+
+pub struct SinkRunner {
+    pub id: ConnectorTaskId,
+    pub task: Box<dyn SinkTask>,
+    pub ctx: SinkTaskContext,
+    pub log: Arc<dyn Log>,
+    pub converters: RecordConverters,
+    pub status: Arc<StatusStore>,
+    pub subscription: Subscription,
+    /// Consumer group: `connect-<connector>`.
+    pub group: String,
+    pub task_count: u32,
+    pub commit_interval: Duration,
+    pub target: watch::Receiver<TargetState>,
+    pub on_state: Box<dyn Fn(bool) + Send>,
+}
+
+impl SinkRunner {
+    pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
+        self.task.start(self.ctx.clone()).await?;
+        let mut state = Positions::default();
+        let result = self.consume(&mut state, &shutdown).await;
+        if result.is_ok() {
+            self.commit(&mut state).await;
+        }
+        let assigned: Vec<_> = state.next.keys().cloned().collect();
+        if let Err(e) = self.task.close(&assigned).await {
+            tracing::warn!(task = ?self.id, error = %e, "sink task close failed");
+        }
+        if let Err(e) = self.task.stop().await {
+            tracing::warn!(task = ?self.id, error = %e, "sink task stop failed");
+        }
+        result
+    }
+
+    async fn consume(&mut self, state: &mut Positions, shutdown: &CancellationToken) -> ConnectResult<()> {
+        let mut last_commit = Instant::now();
+        let mut last_refresh: Option<Instant> = None;
+        let mut backoff = Backoff::new();
+        let mut running = true;
+        let mut cursor = 0usize;
+        loop {
+            if shutdown.is_cancelled() {
+                return Ok(());
+            }
+            if last_refresh.is_none_or(|t| t.elapsed() >= METADATA_REFRESH) {
+                self.refresh_assignment(state).await?;
+                last_refresh = Some(Instant::now());
+            }
+            for (tp, offset) in self.ctx.take_rewinds() {
+                if state.next.contains_key(&tp) {
+                    state.next.insert(tp, offset);
+                }
+            }
+            if last_commit.elapsed() >= self.commit_interval {
+                self.commit(state).await;
+                last_commit = Instant::now();
+            }
+            if *self.target.borrow() != TargetState::Started {
+                if running {
+                    running = false;
+                    (self.on_state)(false);
+                }
+                tokio::select! {
+                    _ = self.target.changed() => {}
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+                continue;
+            }
+            if !running {
+                running = true;
+                (self.on_state)(true);
+            }
+            let fetched = self.fetch(state, &mut cursor).await?;
+            if fetched.is_empty() {
+                continue;
+            }
+            loop {
+                let records = self.convert(&fetched)?;
+                match self.task.put(records).await {
+                    Ok(()) => {
+                        backoff.reset();
+                        break;
+                    }
+                    Err(e) if e.is_retriable() => {
+                        tracing::warn!(task = ?self.id, error = %e, "sink put failed; redelivering after backoff");
+                        if !backoff.wait(shutdown).await {
+                            // Not put: positions stay where they are, nothing is committed past them.
+                            return Ok(());
+                        }
+                    }
+                    Err(e) => return Err(Stage::Task.fail(format!("{} records starting at {}", fetched.len(), fetched[0].0), e)),
+                }
+            }
+            for (tp, r) in &fetched {
+                state.next.insert(tp.clone(), r.offset + 1);
+            }
+        }
+    }
+
+    /// Reads up to [`MAX_RECORDS_PER_PUT`] records, visiting partitions round robin; waits
+    /// briefly when all are at their end.
+    async fn fetch(&mut self, state: &mut Positions, cursor: &mut usize) -> ConnectResult<Vec<(TopicPartition, StoredRecord)>> {
+        let tps: Vec<TopicPartition> = state.next.keys().cloned().collect();
+        if tps.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for i in 0..tps.len() {
+            let tp = &tps[(*cursor + i) % tps.len()];
+            let wait = if out.is_empty() && i + 1 == tps.len() { Duration::from_millis(200) } else { Duration::ZERO };
+            let from = state.next[tp];
+            match self.log.read(tp, from, MAX_FETCH_BYTES, wait).await {
+                Ok(batch) => out.extend(batch.into_iter().take(MAX_RECORDS_PER_PUT).map(|r| (tp.clone(), r))),
+                Err(LogError::OffsetOutOfRange { start, .. }) => {
+                    tracing::warn!(task = ?self.id, %tp, from, start, "offset out of range; resetting to the earliest offset");
+                    state.next.insert(tp.clone(), start);
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if out.len() >= MAX_RECORDS_PER_PUT {
+                break;
+            }
+        }
+        out.truncate(MAX_RECORDS_PER_PUT);
+        *cursor = (*cursor + 1) % tps.len();
+        Ok(out)
+    }
+
+    fn convert(&self, fetched: &[(TopicPartition, StoredRecord)]) -> ConnectResult<Vec<SinkRecord>> {
+        let c = &self.converters;
+        fetched
+            .iter()
+            .map(|(tp, r)| {
+                let position = || format!("topic {} partition {} offset {}", tp.topic, tp.partition, r.offset);
+                let (key_schema, key) = c.key.to_connect(&tp.topic, r.record.key.as_deref()).map_err(|e| Stage::KeyConverter.fail(position(), e))?;
+                let (value_schema, value) = c.value.to_connect(&tp.topic, r.record.value.as_deref()).map_err(|e| Stage::ValueConverter.fail(position(), e))?;
+                let mut headers = sluice_api::Headers::default();
+                for (k, v) in &r.record.headers {
+                    let (schema, value) = c.header.to_connect_header(&tp.topic, k, v.as_deref()).map_err(|e| Stage::HeaderConverter.fail(position(), e))?;
+                    headers.add(k.clone(), schema, value);
+                }
+                Ok(SinkRecord {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    offset: r.offset,
+                    key_schema,
+                    key,
+                    value_schema,
+                    value,
+                    timestamp: Some(r.record.timestamp),
+                    timestamp_type: TimestampType::CreateTime,
+                    headers,
+                })
+            })
+            .collect()
+    }
+
+    /// This task's share of the subscribed partitions: sorted, then every `task_count`-th.
+    async fn refresh_assignment(&mut self, state: &mut Positions) -> ConnectResult<()> {
+        let topics = match &self.subscription {
+            Subscription::Topics(t) => t.clone(),
+            Subscription::Pattern(p) => {
+                let all = self.log.list_topics().await?;
+                all.into_iter().filter(|t| p.is_match(t)).collect()
+            }
+        };
+        let mut all = Vec::new();
+        for t in &topics {
+            for p in 0..self.log.partition_count(t).await? {
+                all.push(TopicPartition::new(t.clone(), p));
+            }
+        }
+        all.sort();
+        let mine: Vec<_> = all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
+        let new: Vec<_> = mine.iter().filter(|tp| !state.next.contains_key(*tp)).cloned().collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let committed = self.log.group_offsets(&self.group).await?;
+        for tp in &new {
+            let start = match committed.get(tp) {
+                Some(o) => *o,
+                None => self.log.offsets(tp).await?.0,
+            };
+            state.next.insert(tp.clone(), start);
+            self.status.topic_used(&self.id.connector, &tp.topic, self.id.task);
+        }
+        self.task.open(&new).await
+    }
+
+    /// Asks the task what is durable and commits that (forward only) to the group.
+    async fn commit(&mut self, state: &mut Positions) {
+        if state.next.is_empty() {
+            return;
+        }
+        let durable = match self.task.pre_commit(&state.next).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(task = ?self.id, error = %e, "pre-commit failed; offsets not committed this time");
+                return;
+            }
+        };
+        let forward: BTreeMap<TopicPartition, i64> = durable
+            .into_iter()
+            .filter(|(tp, o)| state.next.contains_key(tp) && state.committed.get(tp).is_none_or(|c| o > c))
+            .collect();
+        if forward.is_empty() {
+            return;
+        }
+        match self.log.commit_group(&self.group, &forward).await {
+            Ok(()) => state.committed.extend(forward),
+            Err(e) => tracing::warn!(task = ?self.id, error = %e, "committing sink offsets failed; will retry"),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Positions {
+    /// Next offset to read per assigned partition.
+    next: BTreeMap<TopicPartition, i64>,
+    /// What the group has durably committed.
+    committed: BTreeMap<TopicPartition, i64>,
+}

@@ -1,0 +1,320 @@
+//! The source task loop.
+//!
+//! ## Progress tracking
+//! ```text
+//!  poll loop                         committer (its own tokio task)
+//!  ─────────                         ──────────────────────────────
+//!  records = task.poll()
+//!  batch   = convert(records)
+//!  ack     = log.append(batch) ──▶  in-flight queue (bounded: backpressure)
+//!                                   await acks in submission order
+//!                                   acked prefix: newest offset per source partition
+//!                                   every offset.flush.interval.ms / on stop:
+//!                                     offsets topic write (durable)
+//!  task.commit(committed) ◀──────── committed offsets
+//! ```
+//! An offset is written only when its record and every record submitted before it are
+//! acknowledged by the log, and the task hears of it only once that write is durable. A
+//! failed append fails the task before any later offset can be committed, so a restart
+//! re-reads from the last durable offset: at-least-once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_api::{ConnectError, ConnectResult, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::{Backoff, RecordConverters, Stage};
+use crate::herder::{ConnectorTaskId, TargetState};
+use crate::log::{AppendFuture, Log, LogRecord, Produce};
+use crate::partitioner::partition_for_key;
+use crate::store::now_ms;
+use crate::store::offset::{canonical, OffsetStore};
+use crate::store::status::StatusStore;
+
+/// How many appended batches may await their ack at once.
+pub const MAX_IN_FLIGHT_BATCHES: usize = 64;
+
+pub struct SourceRunner {
+    pub id: ConnectorTaskId,
+    pub task: Box<dyn SourceTask>,
+    pub ctx: SourceTaskContext,
+    pub log: Arc<dyn Log>,
+    pub converters: RecordConverters,
+    pub offsets: Arc<OffsetStore>,
+    pub status: Arc<StatusStore>,
+    pub flush_interval: Duration,
+    pub flush_timeout: Duration,
+    pub target: watch::Receiver<TargetState>,
+    /// Called with `true` when the loop is running, `false` when paused.
+    pub on_state: Box<dyn Fn(bool) + Send>,
+}
+
+struct InFlight {
+    ack: AppendFuture,
+    /// Newest offset per source partition in this batch.
+    offsets: Vec<(SourcePartition, SourceOffset)>,
+}
+
+type Committed = Vec<(SourcePartition, SourceOffset)>;
+
+impl SourceRunner {
+    /// Runs until `shutdown` or a fatal error. Offsets acknowledged before either are
+    /// committed (within `flush_timeout`) before this returns.
+    pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
+        self.task.start(self.ctx.clone()).await?;
+        let (tx, rx) = mpsc::channel::<InFlight>(MAX_IN_FLIGHT_BATCHES);
+        let (committed_tx, mut committed_rx) = mpsc::unbounded_channel::<Committed>();
+        let failure = Arc::new(Mutex::new(None::<ConnectError>));
+        let failed = CancellationToken::new();
+        let committer = Committer {
+            connector: self.id.connector.clone(),
+            store: self.offsets.clone(),
+            pending: BTreeMap::new(),
+            committed_tx,
+            failure: failure.clone(),
+            failed: failed.clone(),
+        };
+        let committer = tokio::spawn(committer.run(rx, self.flush_interval, self.flush_timeout));
+
+        let result = self.poll_loop(&tx, &mut committed_rx, &shutdown, &failed).await;
+        drop(tx);
+        if let Err(e) = committer.await {
+            tracing::error!(task = ?self.id, error = %e, "the offset committer stopped unexpectedly");
+        }
+        while let Ok(c) = committed_rx.try_recv() {
+            self.notify_commit(&c).await;
+        }
+        if let Err(e) = self.task.stop().await {
+            tracing::warn!(task = ?self.id, error = %e, "source task stop failed");
+        }
+        let produce_failure = failure.lock().expect("failure lock").take();
+        match (result, produce_failure) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(e)) => Err(e),
+            (Ok(()), None) => Ok(()),
+        }
+    }
+
+    async fn notify_commit(&mut self, committed: &Committed) {
+        if let Err(e) = self.task.commit(committed).await {
+            tracing::warn!(task = ?self.id, error = %e, "source task commit callback failed");
+        }
+    }
+
+    async fn poll_loop(
+        &mut self,
+        tx: &mpsc::Sender<InFlight>,
+        committed_rx: &mut mpsc::UnboundedReceiver<Committed>,
+        shutdown: &CancellationToken,
+        failed: &CancellationToken,
+    ) -> ConnectResult<()> {
+        let mut router = Router::default();
+        let mut backoff = Backoff::new();
+        let mut running = true;
+        loop {
+            if shutdown.is_cancelled() || failed.is_cancelled() {
+                return Ok(());
+            }
+            while let Ok(c) = committed_rx.try_recv() {
+                self.notify_commit(&c).await;
+            }
+            if *self.target.borrow() != TargetState::Started {
+                if running {
+                    running = false;
+                    (self.on_state)(false);
+                }
+                tokio::select! {
+                    _ = self.target.changed() => {}
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = failed.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+                continue;
+            }
+            if !running {
+                running = true;
+                (self.on_state)(true);
+            }
+            let records = match self.task.poll().await {
+                Ok(r) => {
+                    backoff.reset();
+                    r
+                }
+                Err(e) if e.is_retriable() => {
+                    tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
+                    if !backoff.wait(shutdown).await {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if records.is_empty() {
+                continue;
+            }
+            let (batch, offsets) = self.convert(&mut router, records).await?;
+            let ack = self.log.append(batch);
+            if tx.send(InFlight { ack, offsets }).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn convert(&mut self, router: &mut Router, records: Vec<SourceRecord>) -> ConnectResult<(Vec<Produce>, Vec<(SourcePartition, SourceOffset)>)> {
+        let mut batch = Vec::with_capacity(records.len());
+        let mut newest: Vec<(SourcePartition, SourceOffset)> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for r in records {
+            let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
+            let c = &self.converters;
+            let key = c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key).map_err(|e| Stage::KeyConverter.fail(position(), e))?;
+            let value = c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value).map_err(|e| Stage::ValueConverter.fail(position(), e))?;
+            let mut headers = Vec::with_capacity(r.headers.0.len());
+            for h in r.headers.iter() {
+                let bytes = c.header.from_connect_header(&r.topic, &h.key, h.schema.as_ref(), &h.value).map_err(|e| Stage::HeaderConverter.fail(position(), e))?;
+                headers.push((h.key.clone(), bytes));
+            }
+            let partition = router.partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref()).await.map_err(|e| Stage::Producer.fail(position(), e))?;
+            if router.first_use(&r.topic) {
+                self.status.topic_used(&self.id.connector, &r.topic, self.id.task);
+            }
+            let canon = canonical(&r.source_partition);
+            match index.get(&canon) {
+                Some(&i) => newest[i].1 = r.source_offset,
+                None => {
+                    index.insert(canon, newest.len());
+                    newest.push((r.source_partition, r.source_offset));
+                }
+            }
+            batch.push(Produce {
+                topic: r.topic,
+                partition,
+                record: LogRecord { key, value, timestamp: r.timestamp.unwrap_or_else(now_ms), headers },
+            });
+        }
+        Ok((batch, newest))
+    }
+}
+
+/// Chooses partitions as Kafka's producer does: explicit, else by key hash, else round robin.
+#[derive(Default)]
+struct Router {
+    counts: HashMap<String, i32>,
+    seen: HashSet<String>,
+    round_robin: u32,
+}
+
+impl Router {
+    async fn partition(&mut self, log: &dyn Log, topic: &str, explicit: Option<i32>, key: Option<&[u8]>) -> ConnectResult<i32> {
+        if let Some(p) = explicit {
+            return Ok(p);
+        }
+        let count = match self.counts.get(topic) {
+            Some(c) => *c,
+            None => {
+                let c = log.partition_count(topic).await?;
+                self.counts.insert(topic.to_owned(), c);
+                c
+            }
+        };
+        Ok(match key {
+            Some(k) => partition_for_key(k, count),
+            None => {
+                self.round_robin = self.round_robin.wrapping_add(1);
+                (self.round_robin % count.max(1) as u32) as i32
+            }
+        })
+    }
+
+    fn first_use(&mut self, topic: &str) -> bool {
+        if self.seen.contains(topic) {
+            return false;
+        }
+        self.seen.insert(topic.to_owned())
+    }
+}
+
+struct Committer {
+    connector: String,
+    store: Arc<OffsetStore>,
+    /// Acked but not yet written: canonical partition → (partition, offset).
+    pending: BTreeMap<String, (SourcePartition, SourceOffset)>,
+    committed_tx: mpsc::UnboundedSender<Committed>,
+    failure: Arc<Mutex<Option<ConnectError>>>,
+    failed: CancellationToken,
+}
+
+impl Committer {
+    async fn run(mut self, mut rx: mpsc::Receiver<InFlight>, interval: Duration, timeout: Duration) {
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(1)));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                biased;
+                _ = ticker.tick() => self.flush().await,
+                item = rx.recv() => match item {
+                    Some(inflight) => {
+                        if !self.settle(inflight).await {
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        // Stopping: settle what is still in flight (bounded by the flush timeout), then flush.
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.failed.is_cancelled() {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(inflight)) => {
+                    if tokio::time::timeout_at(deadline, self.settle(inflight)).await.is_err() {
+                        tracing::warn!(connector = %self.connector, "flush timeout: in-flight records were not acknowledged in time; they will be re-read after restart");
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::warn!(connector = %self.connector, "flush timeout waiting for in-flight records");
+                    break;
+                }
+            }
+        }
+        self.flush().await;
+    }
+
+    /// Waits for one batch's ack and adds its offsets to the acked prefix.
+    async fn settle(&mut self, inflight: InFlight) -> bool {
+        match inflight.ack.await {
+            Ok(_) => {
+                for (p, o) in inflight.offsets {
+                    self.pending.insert(canonical(&p), (p, o));
+                }
+                true
+            }
+            Err(e) => {
+                tracing::error!(connector = %self.connector, error = %e, "appending records to the log failed");
+                *self.failure.lock().expect("failure lock") = Some(Stage::Producer.fail("a batch of source records".to_owned(), e.into()));
+                self.failed.cancel();
+                false
+            }
+        }
+    }
+
+    async fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let entries: Vec<(SourcePartition, Option<SourceOffset>)> = self.pending.values().map(|(p, o)| (p.clone(), Some(o.clone()))).collect();
+        match self.store.write(&self.connector, &entries).await {
+            Ok(()) => {
+                let committed = std::mem::take(&mut self.pending).into_values().collect();
+                let _ = self.committed_tx.send(committed);
+            }
+            Err(e) => tracing::warn!(connector = %self.connector, error = %e, "committing source offsets failed; will retry"),
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Worker properties: Kafka Connect's keys, read from a `.properties` file and from
+//! `CONNECT_*` environment variables (the Confluent image's convention), plus our own few.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `bootstrap.servers` | unset | unset → topics live in the embedded log |
+//! | `key.converter`, `value.converter` | `JsonConverter` | converters; `*.converter.<prop>` configure them |
+//! | `header.converter` | `SimpleHeaderConverter` | |
+//! | `offset.flush.interval.ms` | 60000 | how often source offsets and sink offsets are committed |
+//! | `offset.flush.timeout.ms` | 5000 | how long a flush may wait for in-flight records |
+//! | `listeners` | `http://:8083` | REST listener; `rest.host.name`/`rest.port` are the older form |
+//! | `rest.advertised.host.name`, `rest.advertised.port` | listener | the `worker_id` in statuses |
+//! | `task.shutdown.graceful.timeout.ms` | 5000 | per task, on stop and on shutdown |
+//! | `config.storage.topic`, `offset.storage.topic`, `status.storage.topic` | `connect-configs`, `connect-offsets`, `connect-status` | internal topics |
+//! | `config.providers` | unset | `file`, `directory`, `env` providers for `${provider:path:key}` |
+//! | `plugin.path` | unset | accepted and ignored: every plugin is compiled in |
+//! | `data.dir` (ours) | `./sluice-data` | where the embedded log lives |
+//! | `log.fsync` (ours) | `always` | `always` (durable before ack), `interval:<ms>`, `never` |
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sluice_api::{ConnectError, ConnectResult, Props};
+
+use super::providers::ConfigProviders;
+
+pub const DEFAULT_REST_PORT: u16 = 8083;
+pub const DEFAULT_DATA_DIR: &str = "./sluice-data";
+pub const DEFAULT_OFFSET_FLUSH_INTERVAL_MS: u64 = 60_000;
+pub const DEFAULT_OFFSET_FLUSH_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
+pub const DEFAULT_HEADER_CONVERTER: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
+
+/// Keys a worker understands; others are reported once at start-up (as Connect does).
+const KNOWN_KEYS: &[&str] = &[
+    "bootstrap.servers",
+    "key.converter",
+    "value.converter",
+    "header.converter",
+    "offset.flush.interval.ms",
+    "offset.flush.timeout.ms",
+    "listeners",
+    "rest.port",
+    "rest.host.name",
+    "rest.advertised.host.name",
+    "rest.advertised.port",
+    "rest.advertised.listener",
+    "task.shutdown.graceful.timeout.ms",
+    "config.storage.topic",
+    "offset.storage.topic",
+    "status.storage.topic",
+    "offset.storage.partitions",
+    "status.storage.partitions",
+    "config.storage.replication.factor",
+    "offset.storage.replication.factor",
+    "status.storage.replication.factor",
+    "offset.storage.file.filename",
+    "group.id",
+    "config.providers",
+    "plugin.path",
+    "plugin.discovery",
+    "data.dir",
+    "log.fsync",
+    "connector.client.config.override.policy",
+];
+const KNOWN_PREFIXES: &[&str] = &["key.converter.", "value.converter.", "header.converter.", "config.providers.", "producer.", "consumer.", "admin."];
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Every property as given (after providers resolved), for prefix lookups.
+    pub props: Props,
+    pub rest_host: String,
+    pub rest_port: u16,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    pub offset_flush_interval: Duration,
+    pub offset_flush_timeout: Duration,
+    pub task_shutdown_timeout: Duration,
+    pub config_topic: String,
+    pub offset_topic: String,
+    pub status_topic: String,
+    pub offset_partitions: i32,
+    pub status_partitions: i32,
+    pub data_dir: PathBuf,
+    pub log_fsync: String,
+    pub bootstrap_servers: Option<String>,
+    pub providers: ConfigProviders,
+}
+
+impl WorkerConfig {
+    /// Builds the config from file properties overlaid with `CONNECT_*` variables.
+    pub fn from_sources(file_props: Props, env: impl IntoIterator<Item = (String, String)>) -> ConnectResult<Self> {
+        let mut props = file_props;
+        for (k, v) in env {
+            if let Some(key) = env_to_key(&k) {
+                props.insert(key, v);
+            }
+        }
+        let providers = ConfigProviders::from_worker_props(&props)?;
+        let props = providers.resolve_all(&props)?;
+        Self::from_props(props, providers)
+    }
+
+    fn from_props(props: Props, providers: ConfigProviders) -> ConnectResult<Self> {
+        for k in props.keys() {
+            if !KNOWN_KEYS.contains(&k.as_str()) && !KNOWN_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                tracing::warn!(key = %k, "the configuration '{k}' was supplied but isn't a known config");
+            }
+        }
+        if let Some(p) = props.get("plugin.path") {
+            tracing::info!(plugin.path = %p, "plugin.path is ignored: every plugin is compiled into this binary");
+        }
+        if props.contains_key("offset.storage.file.filename") {
+            tracing::info!("offset.storage.file.filename is ignored: source offsets live in the offsets topic of the embedded log");
+        }
+        let (rest_host, rest_port) = listener(&props)?;
+        let advertised_host = props
+            .get("rest.advertised.host.name")
+            .cloned()
+            .unwrap_or_else(|| if rest_host.is_empty() || rest_host == "0.0.0.0" { "127.0.0.1".to_owned() } else { rest_host.clone() });
+        let advertised_port = match props.get("rest.advertised.port") {
+            Some(p) => parse_num(&props, "rest.advertised.port", p)?,
+            None => rest_port,
+        };
+        let bootstrap_servers = props.get("bootstrap.servers").filter(|s| !s.trim().is_empty()).cloned();
+        let log_fsync = props.get("log.fsync").cloned().unwrap_or_else(|| "always".to_owned());
+        Ok(Self {
+            rest_host,
+            rest_port,
+            advertised_host,
+            advertised_port,
+            offset_flush_interval: ms(&props, "offset.flush.interval.ms", DEFAULT_OFFSET_FLUSH_INTERVAL_MS)?,
+            offset_flush_timeout: ms(&props, "offset.flush.timeout.ms", DEFAULT_OFFSET_FLUSH_TIMEOUT_MS)?,
+            task_shutdown_timeout: ms(&props, "task.shutdown.graceful.timeout.ms", DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS)?,
+            config_topic: string(&props, "config.storage.topic", "connect-configs"),
+            offset_topic: string(&props, "offset.storage.topic", "connect-offsets"),
+            status_topic: string(&props, "status.storage.topic", "connect-status"),
+            offset_partitions: positive(&props, "offset.storage.partitions", 25)?,
+            status_partitions: positive(&props, "status.storage.partitions", 5)?,
+            data_dir: PathBuf::from(string(&props, "data.dir", DEFAULT_DATA_DIR)),
+            log_fsync,
+            bootstrap_servers,
+            providers,
+            props,
+        })
+    }
+
+    /// `host:port` that identifies this worker in statuses.
+    pub fn worker_id(&self) -> String {
+        format!("{}:{}", self.advertised_host, self.advertised_port)
+    }
+
+    pub fn key_converter(&self) -> (String, Props) {
+        self.converter("key.converter", DEFAULT_CONVERTER)
+    }
+
+    pub fn value_converter(&self) -> (String, Props) {
+        self.converter("value.converter", DEFAULT_CONVERTER)
+    }
+
+    pub fn header_converter(&self) -> (String, Props) {
+        self.converter("header.converter", DEFAULT_HEADER_CONVERTER)
+    }
+
+    fn converter(&self, key: &str, default: &str) -> (String, Props) {
+        let class = self.props.get(key).cloned().unwrap_or_else(|| default.to_owned());
+        let prefix = format!("{key}.");
+        let props = self.props.iter().filter_map(|(k, v)| k.strip_prefix(&prefix).map(|r| (r.to_owned(), v.clone()))).collect();
+        (class, props)
+    }
+}
+
+/// `CONNECT_REST_ADVERTISED_HOST_NAME` → `rest.advertised.host.name`; as in the Confluent
+/// image, `___` stands for `-` and `__` for `_`.
+pub fn env_to_key(var: &str) -> Option<String> {
+    let rest = var.strip_prefix("CONNECT_")?;
+    if rest.is_empty() {
+        return None;
+    }
+    let lower = rest.to_ascii_lowercase();
+    Some(lower.replace("___", "\u{0}").replace("__", "\u{1}").replace('_', ".").replace('\u{0}', "-").replace('\u{1}', "_"))
+}
+
+/// Parses Java `.properties` text: `key=value` or `key: value`, `#`/`!` comments,
+/// backslash line continuations and escapes.
+pub fn parse_properties(text: &str) -> Props {
+    let mut out = BTreeMap::new();
+    let mut logical = String::new();
+    for raw in text.lines() {
+        let line = if logical.is_empty() { raw.trim_start() } else { raw.trim_start() };
+        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+            continue;
+        }
+        let trailing = line.chars().rev().take_while(|c| *c == '\\').count();
+        if trailing % 2 == 1 {
+            logical.push_str(&line[..line.len() - 1]);
+            continue;
+        }
+        logical.push_str(line);
+        let entry = std::mem::take(&mut logical);
+        let (k, v) = split_entry(&entry);
+        out.insert(unescape(k), unescape(v.trim_start()));
+    }
+    if !logical.is_empty() {
+        let (k, v) = split_entry(&logical);
+        out.insert(unescape(k), unescape(v.trim_start()));
+    }
+    out
+}
+
+fn split_entry(entry: &str) -> (&str, &str) {
+    let mut escaped = false;
+    for (i, c) in entry.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '=' | ':' => return (entry[..i].trim_end(), &entry[i + 1..]),
+            c if c.is_whitespace() => {
+                let rest = entry[i..].trim_start();
+                let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
+                return (&entry[..i], rest);
+            }
+            _ => {}
+        }
+    }
+    (entry, "")
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    out.push(ch);
+                }
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+fn listener(props: &Props) -> ConnectResult<(String, u16)> {
+    if let Some(listeners) = props.get("listeners").filter(|s| !s.trim().is_empty()) {
+        let first = listeners.split(',').next().unwrap_or_default().trim();
+        let rest = first
+            .strip_prefix("http://")
+            .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' is not supported: only http:// listeners are available")))?;
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' has no port (expected http://host:port)")))?;
+        let port = port.parse().map_err(|_| ConnectError::config("listeners", format!("'{port}' is not a port number")))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        return Ok((if host.is_empty() { "0.0.0.0".to_owned() } else { host.to_owned() }, port));
+    }
+    let port = match props.get("rest.port") {
+        Some(p) => parse_num(props, "rest.port", p)?,
+        None => DEFAULT_REST_PORT,
+    };
+    let host = props.get("rest.host.name").cloned().unwrap_or_else(|| "0.0.0.0".to_owned());
+    Ok((host, port))
+}
+
+fn parse_num<T: std::str::FromStr>(_props: &Props, key: &str, raw: &str) -> ConnectResult<T> {
+    raw.trim().parse().map_err(|_| ConnectError::config(key, format!("'{raw}' is not a valid number")))
+}
+
+fn ms(props: &Props, key: &str, default: u64) -> ConnectResult<Duration> {
+    match props.get(key) {
+        Some(v) => parse_num::<u64>(props, key, v).map(Duration::from_millis),
+        None => Ok(Duration::from_millis(default)),
+    }
+}
+
+fn positive(props: &Props, key: &str, default: i32) -> ConnectResult<i32> {
+    match props.get(key) {
+        Some(v) => {
+            let n: i32 = parse_num(props, key, v)?;
+            if n < 1 {
+                return Err(ConnectError::config(key, format!("{n} must be at least 1")));
+            }
+            Ok(n)
+        }
+        None => Ok(default),
+    }
+}
+
+fn string(props: &Props, key: &str, default: &str) -> String {
+    props.get(key).cloned().unwrap_or_else(|| default.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_map_to_keys() {
+        assert_eq!(env_to_key("CONNECT_BOOTSTRAP_SERVERS").as_deref(), Some("bootstrap.servers"));
+        assert_eq!(env_to_key("CONNECT_REST_ADVERTISED_HOST_NAME").as_deref(), Some("rest.advertised.host.name"));
+        assert_eq!(env_to_key("CONNECT_A__B___C").as_deref(), Some("a_b-c"));
+        assert_eq!(env_to_key("PATH"), None);
+    }
+
+    #[test]
+    fn properties_syntax() {
+        let p = parse_properties("# c\n! c\na=1\nb : two\nc three\nd=multi\\\n   line\ne=x\\=y\n\nf=\n");
+        assert_eq!(p["a"], "1");
+        assert_eq!(p["b"], "two");
+        assert_eq!(p["c"], "three");
+        assert_eq!(p["d"], "multiline");
+        assert_eq!(p["e"], "x=y");
+        assert_eq!(p["f"], "");
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let file = parse_properties("rest.port=9000\noffset.flush.interval.ms=10\n");
+        let c = WorkerConfig::from_sources(file, [("CONNECT_DATA_DIR".to_owned(), "/tmp/x".to_owned())]).unwrap();
+        assert_eq!(c.rest_port, 9000);
+        assert_eq!(c.offset_flush_interval, Duration::from_millis(10));
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.worker_id(), "127.0.0.1:9000");
+        assert_eq!(c.config_topic, "connect-configs");
+        let c = WorkerConfig::from_sources(parse_properties("listeners=http://localhost:8084\n"), []).unwrap();
+        assert_eq!((c.rest_host.as_str(), c.rest_port), ("localhost", 8084));
+        let err = WorkerConfig::from_sources(parse_properties("listeners=https://x:1\n"), []).unwrap_err();
+        assert!(err.to_string().contains("listeners"), "{err}");
+        let err = WorkerConfig::from_sources(parse_properties("rest.port=abc\n"), []).unwrap_err();
+        assert!(err.to_string().contains("rest.port"), "{err}");
+    }
+
+    #[test]
+    fn converter_props_are_prefixed() {
+        let c = WorkerConfig::from_sources(parse_properties("value.converter=StringConverter\nvalue.converter.schemas.enable=false\n"), []).unwrap();
+        let (class, props) = c.value_converter();
+        assert_eq!(class, "StringConverter");
+        assert_eq!(props["schemas.enable"], "false");
+        assert_eq!(c.key_converter().0, DEFAULT_CONVERTER);
+    }
+}

@@ -1,0 +1,4 @@
+//! The worker's configuration and the connectors and tasks it runs.
+
+pub mod config;
+pub mod providers;
