@@ -181,12 +181,19 @@ impl SourceRunner {
             if router.first_use(&r.topic) {
                 self.status.topic_used(&self.id.connector, &r.topic, self.id.task);
             }
-            let canon = canonical(&r.source_partition);
-            match index.get(&canon) {
-                Some(&i) => newest[i].1 = r.source_offset,
-                None => {
-                    index.insert(canon, newest.len());
-                    newest.push((r.source_partition, r.source_offset));
+            // Most batches come from one source partition: compare with the last one
+            // before paying for a canonical key.
+            match newest.last_mut() {
+                Some(last) if last.0 == r.source_partition => last.1 = r.source_offset,
+                _ => {
+                    let canon = canonical(&r.source_partition);
+                    match index.get(&canon) {
+                        Some(&i) => newest[i].1 = r.source_offset,
+                        None => {
+                            index.insert(canon, newest.len());
+                            newest.push((r.source_partition, r.source_offset));
+                        }
+                    }
                 }
             }
             batch.push(Produce {
