@@ -1,1 +1,267 @@
+//! Drives the real `sluice` binary for end-to-end tests: starts a worker on a free
+//! loopback port with its own data directory, talks to its REST API, and stops it with
+//! SIGTERM or SIGKILL.
+//!
+//! The binary is `$SLUICE_BIN`, else `sluice` beside the test executable's target
+//! directory (`tests/run.sh` builds it first).
 
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use serde_json::{json, Value as Json};
+
+/// The sluice binary under test.
+pub fn binary() -> PathBuf {
+    if let Ok(p) = std::env::var("SLUICE_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> → target/<profile>/sluice
+    let bin = exe.parent().and_then(Path::parent).expect("target dir").join("sluice");
+    assert!(bin.exists(), "{} does not exist: build it first (cargo build -p sluice) or set SLUICE_BIN", bin.display());
+    bin
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port").local_addr().expect("local addr").port()
+}
+
+/// How a worker is started.
+#[derive(Clone, Debug)]
+pub enum Launch {
+    /// `sluice standalone DIR/worker.properties [connector files]` with these extra properties.
+    Properties { props: Vec<(String, String)>, connector_files: Vec<PathBuf> },
+    /// The container entrypoint: `sluice` with no arguments, configured only by these
+    /// environment variables.
+    EnvOnly { env: Vec<(String, String)> },
+}
+
+pub struct Worker {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    launch: Launch,
+    /// Everything the worker printed (stdout and stderr), for failure messages and log checks.
+    pub output: Arc<Mutex<String>>,
+    agent: ureq::Agent,
+}
+
+impl Worker {
+    /// Starts a worker whose data lives in `dir/data` and waits until `/health` says ready.
+    pub fn start(dir: &Path, props: &[(&str, &str)]) -> Worker {
+        Self::launch(dir, Launch::Properties { props: props.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(), connector_files: Vec::new() })
+    }
+
+    pub fn launch(dir: &Path, launch: Launch) -> Worker {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
+        let mut w = Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent };
+        w.spawn();
+        w
+    }
+
+    fn spawn(&mut self) {
+        std::fs::create_dir_all(&self.dir).expect("worker dir");
+        let mut cmd = Command::new(binary());
+        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env_remove("RUST_LOG");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("CONNECT_") {
+                cmd.env_remove(k);
+            }
+        }
+        match &self.launch {
+            Launch::Properties { props, connector_files } => {
+                let mut text = format!("listeners=http://127.0.0.1:{}\ndata.dir={}\noffset.flush.interval.ms=1000\n", self.port, self.dir.join("data").display());
+                for (k, v) in props {
+                    text.push_str(&format!("{k}={v}\n"));
+                }
+                let file = self.dir.join("worker.properties");
+                std::fs::write(&file, text).expect("write worker.properties");
+                cmd.arg("standalone").arg(&file).args(connector_files);
+            }
+            Launch::EnvOnly { env } => {
+                cmd.env("CONNECT_LISTENERS", format!("http://127.0.0.1:{}", self.port));
+                for (k, v) in env {
+                    cmd.env(k, v);
+                }
+            }
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", binary().display()));
+        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>)]
+            .into_iter()
+            .flatten()
+        {
+            let out = self.output.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let mut o = out.lock().expect("output lock");
+                    o.push_str(&line);
+                    o.push('\n');
+                }
+            });
+        }
+        self.child = Some(child);
+        self.wait_healthy(Duration::from_secs(60));
+    }
+
+    /// Waits until `GET /health` answers 200, or panics with the worker's output.
+    pub fn wait_healthy(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("sluice exited with {status} before becoming healthy; output:\n{}", self.output());
+            }
+            if let Ok(mut resp) = self.agent.get(self.url("/health")).call() {
+                if resp.status().as_u16() == 200 {
+                    let _ = resp.body_mut().read_to_string();
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "sluice did not become healthy in {timeout:?}; output:\n{}", self.output());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn output(&self) -> String {
+        self.output.lock().expect("output lock").clone()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn finish(resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Json) {
+        let mut resp = resp.expect("HTTP request to sluice failed");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        let body = if text.trim().is_empty() { Json::Null } else { serde_json::from_str(&text).unwrap_or(Json::String(text)) };
+        (status, body)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Json) {
+        Self::finish(self.agent.get(self.url(path)).call())
+    }
+
+    pub fn delete(&self, path: &str) -> (u16, Json) {
+        Self::finish(self.agent.delete(self.url(path)).call())
+    }
+
+    pub fn post(&self, path: &str, body: &Json) -> (u16, Json) {
+        Self::finish(self.agent.post(self.url(path)).header("Content-Type", "application/json").send(body.to_string()))
+    }
+
+    pub fn post_empty(&self, path: &str) -> (u16, Json) {
+        Self::finish(self.agent.post(self.url(path)).send_empty())
+    }
+
+    pub fn put(&self, path: &str, body: &Json) -> (u16, Json) {
+        Self::finish(self.agent.put(self.url(path)).header("Content-Type", "application/json").send(body.to_string()))
+    }
+
+    pub fn put_empty(&self, path: &str) -> (u16, Json) {
+        Self::finish(self.agent.put(self.url(path)).send_empty())
+    }
+
+    pub fn patch(&self, path: &str, body: &Json) -> (u16, Json) {
+        Self::finish(self.agent.patch(self.url(path)).header("Content-Type", "application/json").send(body.to_string()))
+    }
+
+    /// Sends raw bytes (e.g. malformed JSON).
+    pub fn send_raw(&self, method: &str, path: &str, body: &str) -> (u16, Json) {
+        let url = self.url(path);
+        let r = match method {
+            "POST" => self.agent.post(url).header("Content-Type", "application/json").send(body),
+            "PUT" => self.agent.put(url).header("Content-Type", "application/json").send(body),
+            "PATCH" => self.agent.patch(url).header("Content-Type", "application/json").send(body),
+            other => panic!("unsupported method {other}"),
+        };
+        Self::finish(r)
+    }
+
+    /// Polls `GET path` until `check` accepts the body.
+    pub fn wait_for(&self, path: &str, timeout: Duration, check: impl Fn(u16, &Json) -> bool) -> Json {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (code, body) = self.get(path);
+            if check(code, &body) {
+                return body;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting on {path}; last answer {code} {body}\noutput:\n{}", self.output());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the connector and all its (≥ `tasks`) tasks are RUNNING.
+    pub fn wait_running(&self, name: &str, tasks: usize) -> Json {
+        self.wait_for(&format!("/connectors/{name}/status"), Duration::from_secs(30), |code, b| {
+            code == 200
+                && b["connector"]["state"] == "RUNNING"
+                && b["tasks"].as_array().is_some_and(|t| t.len() >= tasks && t.iter().all(|t| t["state"] == "RUNNING"))
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// SIGKILL: no chance to flush or commit anything.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let mut c = self.child.take().expect("running");
+        let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = c.try_wait().expect("wait") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                panic!("sluice did not exit within 30 s of SIGTERM; output:\n{}", self.output());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the same worker again (same port, data and files).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the worker before restarting it");
+        self.spawn();
+    }
+
+    /// Runs `sluice ARGS…` to completion and returns (exit code, stdout, stderr).
+    pub fn cli(args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(binary()).args(args).output().expect("run sluice");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Lines of a file (empty when it does not exist yet).
+pub fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).map(|s| s.lines().map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// Waits until `f` returns true.
+pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -4,6 +4,7 @@
 //! typed config), `connector.rs` (task splitting), `task.rs` (the work).
 
 pub mod datagen;
+pub mod discard;
 pub mod file_sink;
 pub mod file_source;
 pub mod text;
@@ -12,7 +13,7 @@ use sluice_api::ConnectorPlugin;
 
 /// Every built-in connector with the Java class names users already have in their JSON.
 pub fn connectors() -> Vec<ConnectorPlugin> {
-    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin()]
+    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin()]
 }
 
 #[cfg(test)]

@@ -1,1 +1,58 @@
-fn main() {}
+//! `sluice`: a Kafka Connect worker with compiled-in connectors.
+//!
+//! ```text
+//! sluice                                   standalone on defaults (REST :8083, ./sluice-data)
+//! sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
+//! sluice topics list|describe|consume ...  read the embedded log
+//! sluice health [URL]                     container health check
+//! sluice --version
+//! ```
+//! The binary only wires; everything it runs lives in the library crates.
+
+mod connector_file;
+mod health;
+mod standalone;
+mod topics;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage:
+  sluice                                       run standalone with defaults (REST on :8083, data in ./sluice-data)
+  sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
+  sluice topics list [--data-dir DIR]
+  sluice topics describe TOPIC [--data-dir DIR]
+  sluice topics consume TOPIC [--data-dir DIR] [--from-beginning] [--partition N] [--offset N] [--max-messages N] [--follow]
+  sluice health [http://HOST:PORT]            exit 0 when the worker's /health answers 200 (for container health checks)
+  sluice --version";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        None => standalone::main(None, Vec::new()),
+        Some("--version" | "-V" | "version") => {
+            println!("sluice {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Some("--help" | "-h" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some("standalone") => match args.get(1) {
+            Some(worker) if !worker.starts_with('-') => standalone::main(Some(worker.clone()), args[2..].to_vec()),
+            _ => standalone::main(None, Vec::new()),
+        },
+        Some("distributed") => Err(anyhow::anyhow!(
+            "distributed mode needs the Kafka backend, which this build does not have yet; run `sluice standalone WORKER.properties`"
+        )),
+        Some("topics") => topics::main(&args[1..]),
+        Some("health") => health::main(args.get(1).map(String::as_str)),
+        Some(other) => Err(anyhow::anyhow!("unknown command '{other}'\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

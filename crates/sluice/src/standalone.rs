@@ -1,0 +1,89 @@
+//! Standalone mode: one worker, its state in the embedded log.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context as _};
+use sluice_runtime::herder::standalone::StandaloneHerder;
+use sluice_runtime::herder::Herder;
+use sluice_runtime::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use sluice_runtime::plugins::Plugins;
+use sluice_runtime::worker::config::{parse_properties, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+pub fn main(worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
+    let loggers = sluice_runtime::logging::init("info").context("could not set up logging")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sluice").build()?;
+    runtime.block_on(run(worker_file, connector_files, loggers))
+}
+
+async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers: sluice_runtime::logging::LogLevels) -> anyhow::Result<()> {
+    let file_props = match &worker_file {
+        Some(path) => parse_properties(&std::fs::read_to_string(path).with_context(|| format!("cannot read worker properties {path}"))?),
+        None => Default::default(),
+    };
+    let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
+    if let Some(servers) = &worker.bootstrap_servers {
+        bail!(
+            "bootstrap.servers is set ({servers}), but this build keeps topics only in the embedded log; remove bootstrap.servers (or CONNECT_BOOTSTRAP_SERVERS) to run on the embedded log"
+        );
+    }
+    let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
+
+    let fsync = FsyncPolicy::parse(&worker.log_fsync).map_err(|e| anyhow::anyhow!("invalid value for log.fsync: {e}"))?;
+    std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
+    let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
+        .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
+    let log: Arc<dyn sluice_runtime::log::Log> = log;
+    tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");
+
+    let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
+    let (herder, snapshot) = StandaloneHerder::open(worker.clone(), log.clone(), plugins).await.context("cannot read the internal topics")?;
+
+    let addr = format!("{}:{}", worker.rest_host, worker.rest_port);
+    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let shutdown = CancellationToken::new();
+    let state = sluice_rest::RestState {
+        herder: herder.clone() as Arc<dyn Herder>,
+        loggers,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        commit: option_env!("SLUICE_COMMIT").unwrap_or("unknown").to_owned(),
+        kafka_cluster_id: format!("sluice-embedded-{}", cluster_id(&worker.data_dir)),
+    };
+    let rest = tokio::spawn(sluice_rest::serve(listener, sluice_rest::router(state), shutdown.clone()));
+    tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
+
+    herder.start(snapshot).await;
+    for (name, props) in connectors {
+        match herder.put_connector_config(&name, props, true, None).await {
+            Ok((created, _)) => tracing::info!(connector = %name, created, "connector from the command line applied"),
+            Err(e) => bail!("connector {name} from the command line was rejected: {e}"),
+        }
+    }
+    tracing::info!("worker started");
+
+    wait_for_signal().await;
+    tracing::info!("stopping: tasks get task.shutdown.graceful.timeout.ms to finish and commit");
+    herder.shutdown().await;
+    shutdown.cancel();
+    let _ = rest.await;
+    drop(herder);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// A stable identifier of this data directory, shown as `kafka_cluster_id`.
+fn cluster_id(dir: &std::path::Path) -> String {
+    let path = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    format!("{:08x}", sluice_runtime::partitioner::murmur2(path.to_string_lossy().as_bytes()) as u32)
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+}

@@ -1,0 +1,6 @@
+//! End-to-end tests against the real `sluice` binary. One test binary, one module per area.
+
+mod cli;
+mod crash;
+mod docker;
+mod pipeline;
