@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Pipeline benchmark: datagen -> embedded log -> discard sink, at full speed.
+
+Prints a table of wall seconds, records/s, MB/s (of log bytes), CPU-seconds and peak RSS
+for each configuration, and as a same-run baseline the machine's raw sequential write rate
+(dd with fdatasync) of the same number of bytes: the ratio column says how close the
+pipeline gets to the disk. Not a test: it asserts nothing; it measures.
+
+usage: bench/datagen.py [--records N] [--payload BYTES] [--only NAME]
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+CONFIGS = [
+    # name, worker properties
+    ("json, fsync=always", {"log.fsync": "always", "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}),
+    ("json+schemas, fsync=always", {"log.fsync": "always", "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}),
+    ("json, fsync=never", {"log.fsync": "never", "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+            return r.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def proc_usage(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    rss_kb = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss_kb = int(line.split()[1])
+    return cpu, rss_kb / 1024
+
+
+def run_pipeline(binary, name, props, records, payload):
+    work = tempfile.mkdtemp(prefix="sluice-bench-")
+    port = free_port()
+    worker = os.path.join(work, "worker.properties")
+    base = {
+        "listeners": f"http://127.0.0.1:{port}",
+        "data.dir": os.path.join(work, "data"),
+        "offset.flush.interval.ms": "200",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    }
+    base.update(props)
+    with open(worker, "w") as f:
+        f.writelines(f"{k}={v}\n" for k, v in base.items())
+    env = dict(os.environ, RUST_LOG="warn")
+    proc = subprocess.Popen([binary, "standalone", worker], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if http("GET", url + "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        cpu0, _ = proc_usage(proc.pid)
+        start = time.monotonic()
+        code, body = http("POST", url + "/connectors", {"name": "sink", "config": {"connector.class": "discard", "topics": "bench"}})
+        assert code == 201, body
+        code, body = http("POST", url + "/connectors", {"name": "gen", "config": {
+            "connector.class": "datagen", "kafka.topic": "bench", "quickstart": "bench", "iterations": str(records),
+            "records.per.second": "0", "max.interval": "0", "batch.size": "5000", "payload.bytes": str(payload)}})
+        assert code == 201, body
+        while True:
+            code, body = http("GET", url + "/connectors/sink/offsets")
+            done = sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", []))
+            if done >= records:
+                break
+            if proc.poll() is not None:
+                raise RuntimeError(f"sluice exited: {proc.stderr.read().decode()}")
+            time.sleep(0.02)
+        wall = time.monotonic() - start
+        cpu1, rss = proc_usage(proc.pid)
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(work, "data", "topics", "bench")) for f in fs)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    return {"name": name, "wall": wall, "rate": records / wall, "mb": size / 1e6, "mbs": size / 1e6 / wall, "cpu": cpu1 - cpu0, "rss": rss}
+
+
+def dd_baseline(size_mb):
+    work = tempfile.mkdtemp(prefix="sluice-bench-dd-")
+    try:
+        path = os.path.join(work, "f")
+        count = max(1, int(size_mb))
+        t0 = time.monotonic()
+        subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={count}", "conv=fdatasync"], check=True, capture_output=True)
+        return count / (time.monotonic() - t0)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--payload", type=int, default=64, help="payload bytes per row (64 gives ~100-byte JSON values)")
+    ap.add_argument("--only", help="run only configurations whose name contains this")
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
+    binary = os.path.join(TARGET, "release", "sluice")
+    results = [run_pipeline(binary, n, p, args.records, args.payload) for n, p in CONFIGS if not args.only or args.only in n]
+    disk = dd_baseline(max(r["mb"] for r in results))
+    print(f"\ndatagen -> embedded log -> discard sink, {args.records:,} records, payload {args.payload} B, {os.cpu_count()} cores")
+    print(f"baseline: dd sequential write with fdatasync, same run: {disk:,.0f} MB/s\n")
+    print(f"| {'configuration':<28} | {'wall s':>7} | {'records/s':>11} | {'log MB/s':>8} | {'vs dd':>6} | {'CPU s':>6} | {'CPU s/M rec':>11} | {'peak RSS MB':>11} |")
+    print(f"|{'-'*30}|{'-'*9}|{'-'*13}|{'-'*10}|{'-'*8}|{'-'*8}|{'-'*13}|{'-'*13}|")
+    for r in results:
+        print(f"| {r['name']:<28} | {r['wall']:7.2f} | {r['rate']:11,.0f} | {r['mbs']:8.1f} | {r['mbs']/disk:6.2f} | {r['cpu']:6.2f} | {r['cpu']/(args.records/1e6):11.2f} | {r['rss']:11.1f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
