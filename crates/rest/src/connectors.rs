@@ -98,9 +98,8 @@ impl CreateRequest {
                 }
             }
         }
-        let config = config.ok_or_else(|| {
-            ApiError::bad_request("Request body has no \"config\": give the connector configuration as a JSON object")
-        })?;
+        let config = config
+            .ok_or_else(|| ApiError::bad_request("Request body has no \"config\": give the connector configuration as a JSON object"))?;
         Ok(Self { name, config, initial_state })
     }
 }

@@ -74,10 +74,7 @@ pub fn router(state: RestState) -> Router {
         .route("/connectors", get(connectors::list).post(connectors::create))
         .route("/connectors/", get(connectors::list).post(connectors::create))
         .route("/connectors/{connector}", get(connectors::info).delete(connectors::delete))
-        .route(
-            "/connectors/{connector}/config",
-            get(connectors::config).put(connectors::put_config).patch(connectors::patch_config),
-        )
+        .route("/connectors/{connector}/config", get(connectors::config).put(connectors::put_config).patch(connectors::patch_config))
         .route("/connectors/{connector}/status", get(connectors::status))
         .route("/connectors/{connector}/restart", post(connectors::restart))
         .route("/connectors/{connector}/pause", put(connectors::pause))
@@ -88,10 +85,7 @@ pub fn router(state: RestState) -> Router {
         .route("/connectors/{connector}/tasks/{task}/restart", post(tasks::restart))
         .route("/connectors/{connector}/topics", get(offsets::topics))
         .route("/connectors/{connector}/topics/reset", put(offsets::reset_topics))
-        .route(
-            "/connectors/{connector}/offsets",
-            get(offsets::get).patch(offsets::alter).delete(offsets::reset),
-        )
+        .route("/connectors/{connector}/offsets", get(offsets::get).patch(offsets::alter).delete(offsets::reset))
         .route("/connector-plugins", get(plugins::list))
         .route("/connector-plugins/", get(plugins::list))
         .route("/connector-plugins/{plugin}/config", get(plugins::config_def))

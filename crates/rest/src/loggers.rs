@@ -39,10 +39,8 @@ pub async fn set(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let mut body = request::string_map_with_nulls(body, "Request body")?;
-    let level = body
-        .remove("level")
-        .flatten()
-        .ok_or_else(|| ApiError::bad_request("Desired 'level' parameter was not specified in request."))?;
+    let level =
+        body.remove("level").flatten().ok_or_else(|| ApiError::bad_request("Desired 'level' parameter was not specified in request."))?;
     let scope = query.first("scope").unwrap_or("worker").to_ascii_lowercase();
     if scope != "worker" && scope != "cluster" {
         tracing::warn!(scope, "unknown logging scope; using worker");

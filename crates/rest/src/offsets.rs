@@ -59,7 +59,9 @@ fn parse_offsets(body: Value) -> ApiResult<Vec<ConnectorOffset>> {
     for (field, value) in request::object(body, "Request body")? {
         match field.as_str() {
             "offsets" => offsets = Some(value),
-            other => return Err(ApiError::bad_request(format!("Unrecognized field \"{other}\" in the request body: expected \"offsets\""))),
+            other => {
+                return Err(ApiError::bad_request(format!("Unrecognized field \"{other}\" in the request body: expected \"offsets\"")))
+            }
         }
     }
     let entries = match offsets {
@@ -96,10 +98,7 @@ fn parse_offset(i: usize, entry: Value) -> ApiResult<ConnectorOffset> {
         None | Some(Value::Null) => None,
         Some(Value::Object(o)) => Some(o),
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "offsets[{i}].offset must be a JSON object or null, not {}",
-                request::kind(&other)
-            )))
+            return Err(ApiError::bad_request(format!("offsets[{i}].offset must be a JSON object or null, not {}", request::kind(&other))))
         }
     };
     Ok(ConnectorOffset { partition, offset })
@@ -108,7 +107,8 @@ fn parse_offset(i: usize, entry: Value) -> ApiResult<ConnectorOffset> {
 /// `GET /connectors/{name}/topics`: `{"<name>": {"topics": […]}}`.
 pub async fn topics(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<Json<Map<String, Value>>> {
     let topics = state.herder.connector_topics(&name).await?;
-    let info = serde_json::to_value(ActiveTopics { topics }).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let info =
+        serde_json::to_value(ActiveTopics { topics }).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     Ok(Json(Map::from_iter([(name, info)])))
 }
 
@@ -125,7 +125,8 @@ mod tests {
 
     #[test]
     fn offsets_body_rules() {
-        let o = parse_offsets(json!({"offsets": [{"partition": {"p": 1}, "offset": {"o": 2}}, {"partition": {"p": 2}, "offset": null}]})).unwrap();
+        let o = parse_offsets(json!({"offsets": [{"partition": {"p": 1}, "offset": {"o": 2}}, {"partition": {"p": 2}, "offset": null}]}))
+            .unwrap();
         assert_eq!(o.len(), 2);
         assert_eq!(o[1].offset, None);
         for body in [json!({}), json!({"offsets": null}), json!({"offsets": []})] {

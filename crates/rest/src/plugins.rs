@@ -84,13 +84,8 @@ pub struct ConfigKeyInfo {
 impl From<&ConfigKey> for ConfigKeyInfo {
     fn from(k: &ConfigKey) -> Self {
         // A password's default is shown as Connect's `Password.toString()` shows it.
-        let default_value = k.default.as_ref().map(|d| {
-            if k.ty == ConfigType::Password {
-                sluice_api::secret::REDACTED.to_owned()
-            } else {
-                d.clone()
-            }
-        });
+        let default_value =
+            k.default.as_ref().map(|d| if k.ty == ConfigType::Password { sluice_api::secret::REDACTED.to_owned() } else { d.clone() });
         Self {
             name: k.name.clone(),
             ty: k.ty.name(),

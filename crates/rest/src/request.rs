@@ -39,9 +39,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("Request body is empty: expected a JSON document"));
         }
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))
     }
 }
 
@@ -110,10 +108,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for PathPar
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Self> {
-        Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Path(t)| PathParams(t))
-            .map_err(|e| ApiError::new(e.status(), e.body_text()))
+        Path::<T>::from_request_parts(parts, state).await.map(|Path(t)| PathParams(t)).map_err(|e| ApiError::new(e.status(), e.body_text()))
     }
 }
 

@@ -135,11 +135,8 @@ impl Table {
     /// Reads a `RUST_LOG`-style string: `info`, `target=level`, a bare target (all levels), or
     /// a directive with span/field filters (kept opaque).
     fn parse(spec: &str) -> Result<Self, LoggingError> {
-        let mut table = Table {
-            root: Entry { level: LevelFilter::ERROR, last_modified: None },
-            targets: BTreeMap::new(),
-            opaque: Vec::new(),
-        };
+        let mut table =
+            Table { root: Entry { level: LevelFilter::ERROR, last_modified: None }, targets: BTreeMap::new(), opaque: Vec::new() };
         for piece in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if piece.contains(['[', '{']) {
                 piece.parse::<Directive>().map_err(|_| LoggingError::InvalidDirective(piece.to_owned()))?;
@@ -175,11 +172,7 @@ impl Table {
     }
 
     fn effective(&self, target: &str) -> Entry {
-        self.targets
-            .iter()
-            .filter(|(t, _)| target.starts_with(t.as_str()))
-            .max_by_key(|(t, _)| t.len())
-            .map_or(self.root, |(_, e)| *e)
+        self.targets.iter().filter(|(t, _)| target.starts_with(t.as_str())).max_by_key(|(t, _)| t.len()).map_or(self.root, |(_, e)| *e)
     }
 }
 
