@@ -20,8 +20,10 @@
 //! Where we differ from Connect on purpose (each also noted where it is done):
 //! - a malformed JSON body is 400 with the parse error's position, not 500;
 //! - a boolean query parameter that is not `true`/`false` is 400, not silently `false`;
-//! - unknown fields in a create request, a null config value, or a non-string `name` are 400
-//!   with a message naming the field, not Jackson's 500;
+//! - unknown fields in a create or alter-offsets request, a null config value, a config value
+//!   or `name` that is an object or array, a missing `config`, or an unknown `initial_state`
+//!   are 400 with a message naming the field, not Jackson's 500 (numbers and booleans are
+//!   still read as their text, as Jackson does);
 //! - `PUT /connector-plugins/{plugin}/config/validate` without `connector.class` validates
 //!   against the plugin named in the path.
 //!
