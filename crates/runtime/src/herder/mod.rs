@@ -64,12 +64,17 @@ pub struct ConnectorInfo {
     pub kind: ConnectorKind,
 }
 
+/// Field order and the omitted empty `trace` follow Connect's JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StateInfo {
     pub state: State,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trace: Option<String>,
     pub worker_id: String,
+    #[serde(skip_serializing_if = "trace_is_empty")]
+    pub trace: Option<String>,
+}
+
+fn trace_is_empty(trace: &Option<String>) -> bool {
+    trace.as_deref().is_none_or(str::is_empty)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,0 +1,23 @@
+use crate::support::{app, golden};
+
+#[tokio::test]
+async fn server_info() {
+    let app = app();
+    let r = app.get("/").await;
+    assert_eq!(r.status, 200);
+    r.assert_json_content_type();
+    golden("root", &r.json);
+}
+
+#[tokio::test]
+async fn health_follows_readiness() {
+    let app = app();
+    let r = app.get("/health").await;
+    assert_eq!(r.status, 200);
+    golden("health_ready", &r.json);
+
+    app.herder.set_ready(false);
+    let r = app.get("/health").await;
+    assert_eq!(r.status, 503);
+    golden("health_starting", &r.json);
+}
