@@ -35,7 +35,7 @@ use crate::store::offset::{canonical, OffsetStore};
 use crate::store::status::StatusStore;
 
 /// How many appended batches may await their ack at once.
-pub const MAX_IN_FLIGHT_BATCHES: usize = 64;
+pub const MAX_IN_FLIGHT_BATCHES: usize = 16;
 
 pub struct SourceRunner {
     pub id: ConnectorTaskId,
