@@ -609,7 +609,7 @@ impl Log for EmbeddedLog {
             if read_only || offset != visible_end {
                 let p = Arc::clone(&partition);
                 let records = tokio::task::spawn_blocking(move || {
-                    if read_only {
+                    if read_only && offset >= p.end() {
                         p.refresh()?;
                     }
                     p.read(offset, max_bytes)

@@ -184,7 +184,13 @@ impl Partition {
                 (true, true) => Scan::Recover,
                 (true, false) => Scan::Tail,
             };
-            segments.push(Arc::new(Segment::open(path, base, mode, writable, settings.index_interval)?));
+            match Segment::open(path, base, mode, writable, settings.index_interval) {
+                Ok(segment) => segments.push(Arc::new(segment)),
+                // Read-only next to a live writer: removed by its compaction or retention
+                // since the directory was listed.
+                Err(LogError::Io { source, .. }) if !writable && source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         if segments.is_empty() {
             if !writable {

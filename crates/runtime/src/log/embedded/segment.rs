@@ -163,7 +163,7 @@ impl Segment {
     pub(super) fn read_into(&self, from: i64, end: i64, budget: &mut usize, out: &mut Vec<StoredRecord>) -> LogResult<bool> {
         let limit = self.len();
         let pos = self.position_for(from);
-        let chunk = (*budget).clamp(16 << 10, 1 << 20);
+        let chunk = (*budget).clamp(16 << 10, 1 << 20).min(limit.saturating_sub(pos) as usize);
         let mut reader = FrameReader::new(&self.file, &self.path, pos, limit, true, chunk);
         loop {
             let (pos, bytes) = match reader.next() {
