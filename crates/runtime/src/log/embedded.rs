@@ -311,6 +311,7 @@ impl Inner {
     }
 
     fn load_topics(&self) -> LogResult<()> {
+        let _create = lock(&self.create);
         let entries = match fs::read_dir(&self.topics_dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound && self.read_only => return Ok(()),

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::super::{CleanupPolicy, LogResult, TopicConfig};
 use super::partition::Partition;
+use super::segment::Segment;
 use super::{compaction, io_error, lock, sync_dir, Inner};
 
 /// Stops the maintenance thread and serialises passes.
@@ -81,6 +82,21 @@ pub(super) fn pass(inner: &Inner) -> LogResult<MaintenanceReport> {
     }
 }
 
+/// The newest record timestamp of a sealed segment; as Kafka does, the file's modification
+/// time when its records carry no timestamp (`-1`, or `0` from an unset field).
+fn newest_timestamp(seg: &Segment) -> i64 {
+    match seg.max_timestamp() {
+        ts if ts > 0 => ts,
+        _ => seg
+            .file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(i64::MAX, |d| d.as_millis() as i64),
+    }
+}
+
 /// Deletes the oldest sealed segments while the oldest one is past `retention_ms` (by
 /// its newest timestamp) or the partition is larger than `retention_bytes`. Returns how
 /// many were deleted. The start offset becomes the base of the first remaining segment.
@@ -92,7 +108,7 @@ pub(super) fn retain(partition: &Partition, config: &TopicConfig, now_ms: i64) -
     let mut total: u64 = segments.iter().map(|s| s.len()).sum();
     let mut n = 0;
     for seg in sealed {
-        let too_old = max_age.is_some_and(|ms| seg.max_timestamp() < now_ms.saturating_sub(ms));
+        let too_old = max_age.is_some_and(|ms| newest_timestamp(seg) < now_ms.saturating_sub(ms));
         let too_big = max_bytes.is_some_and(|b| total > b);
         if !too_old && !too_big {
             break;

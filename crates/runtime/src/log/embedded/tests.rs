@@ -589,6 +589,21 @@ async fn retention_deletes_old_segments_and_moves_the_start() {
 }
 
 #[tokio::test]
+async fn retention_without_timestamps_uses_the_file_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedLog::open(dir.path(), EmbeddedOptions { segment_bytes: 500, ..opts() }).unwrap();
+    log.ensure_topic("t", TopicConfig { retention_ms: Some(60_000), ..TopicConfig::new(1) }).await.unwrap();
+    let untimed: Vec<Produce> = (0..40).map(|i| produce("t", 0, LogRecord { timestamp: -1, ..rec(None, Some(&format!("v{i}"))) })).collect();
+    log.append(untimed).await.unwrap();
+    assert_eq!(log.run_maintenance().unwrap().segments_deleted, 0, "fresh files are kept");
+    let first = segment_files(dir.path(), "t", 0)[0].clone();
+    let old = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options().write(true).open(&first).unwrap().set_modified(old).unwrap();
+    assert_eq!(log.run_maintenance().unwrap().segments_deleted, 1);
+    assert!(log.offsets(&tp("t", 0)).await.unwrap().0 > 0);
+}
+
+#[tokio::test]
 async fn group_offsets_survive_reopen_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let g1 = BTreeMap::from([(tp("a", 0), 5), (tp("a", 1), 7)]);
