@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use sluice_api::TopicPartition;
@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::super::{CleanupPolicy, LogError, LogResult, PartitionDescription, StoredRecord, TopicConfig};
 use super::segment::{self, Scan, Segment};
-use super::{io_error, read_lock, sync_dir, write_lock};
+use super::{io_error, lock, read_lock, sync_dir, write_lock};
 
 pub(super) const TOPIC_FILE: &str = "topic.json";
 const MAX_TOPIC_NAME: usize = 249;
@@ -132,6 +132,8 @@ pub(super) struct Partition {
     end: watch::Sender<i64>,
     /// The active segment's base when compaction last ran (`-1`: never).
     pub compacted_through: AtomicI64,
+    /// Serialises [`Partition::refresh`] (read-only logs).
+    refreshing: Mutex<()>,
 }
 
 impl Partition {
@@ -211,6 +213,7 @@ impl Partition {
             segments: RwLock::new(segments),
             end: watch::Sender::new(end),
             compacted_through: AtomicI64::new(-1),
+            refreshing: Mutex::new(()),
         })
     }
 
@@ -312,6 +315,7 @@ impl Partition {
     /// Read-only logs: picks up records a writer in another process has added since the
     /// last look (new frames in the last segment, then new segment files).
     pub(super) fn refresh(&self) -> LogResult<()> {
+        let _refreshing = lock(&self.refreshing);
         loop {
             let last = self.active();
             let file_len = last.file.metadata().map_err(|e| io_error(&last.path, e))?.len();

@@ -134,11 +134,11 @@ impl Segment {
         write_lock(&self.index).push(IndexEntry { offset, pos });
     }
 
-    /// Makes bytes `..len` (holding offsets `..next_offset`) readable.
+    /// Makes bytes `..len` (holding offsets `..next_offset`) readable. Never moves back.
     pub(super) fn publish(&self, len: u64, next_offset: i64, max_timestamp: i64) {
         self.max_timestamp.fetch_max(max_timestamp, Ordering::AcqRel);
-        self.next_offset.store(next_offset, Ordering::Release);
-        self.len.store(len, Ordering::Release);
+        self.next_offset.fetch_max(next_offset, Ordering::AcqRel);
+        self.len.fetch_max(len, Ordering::AcqRel);
     }
 
     /// Adds what a scan of the bytes after `len()` found (read-only logs following a writer).
