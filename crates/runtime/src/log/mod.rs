@@ -41,6 +41,8 @@ pub enum LogError {
     Closed,
     #[error("the log at {0} is opened read-only")]
     ReadOnly(String),
+    #[error("the log at {0} is in use by another process (its LOCK file is held); stop that worker or open the log read-only")]
+    Locked(String),
     #[error("{0}")]
     Invalid(String),
 }
