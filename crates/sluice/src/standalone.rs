@@ -34,7 +34,7 @@ async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers:
     std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
     let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
         .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
-    let log: Arc<dyn sluice_runtime::log::Log> = log;
+    let log: Arc<dyn sluice_runtime::log::Log> = Arc::new(log);
     tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));

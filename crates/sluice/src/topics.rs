@@ -71,8 +71,8 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
                 }
                 Ok(())
             }
-            "describe" => describe(log.as_ref(), &opts).await,
-            "consume" => consume(log.as_ref(), &opts).await,
+            "describe" => describe(&log, &opts).await,
+            "consume" => consume(&log, &opts).await,
             other => bail!("unknown topics command '{other}': use list, describe or consume"),
         }
     })
