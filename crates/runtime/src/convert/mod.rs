@@ -6,6 +6,7 @@ use sluice_api::{ConfigDef, ConnectResult, Props, SchemaRef, Value};
 /// Key or value converter (Connect's `Converter`).
 pub trait Converter: Send + Sync {
     /// Serialises a value; `None` is a null record (a tombstone).
+    #[allow(clippy::wrong_self_convention)] // Connect's name (`fromConnectData`)
     fn from_connect(&self, topic: &str, schema: Option<&SchemaRef>, value: &Value) -> ConnectResult<Option<Vec<u8>>>;
 
     /// Deserialises bytes (`None` for a null record) into an optional schema and a value.
@@ -14,6 +15,7 @@ pub trait Converter: Send + Sync {
 
 /// Header converter (Connect's `HeaderConverter`).
 pub trait HeaderConverter: Send + Sync {
+    #[allow(clippy::wrong_self_convention)] // Connect's name (`fromConnectHeader`)
     fn from_connect_header(&self, topic: &str, key: &str, schema: Option<&SchemaRef>, value: &Value) -> ConnectResult<Option<Vec<u8>>>;
 
     fn to_connect_header(&self, topic: &str, key: &str, bytes: Option<&[u8]>) -> ConnectResult<(Option<SchemaRef>, Value)>;
@@ -36,4 +38,91 @@ pub struct HeaderConverterPlugin {
     pub aliases: &'static [&'static str],
     pub config_def: fn() -> ConfigDef,
     pub create: fn(props: &Props) -> ConnectResult<Box<dyn HeaderConverter>>,
+}
+
+pub mod json;
+
+mod decimal;
+mod java_text;
+
+use sluice_api::{ConfigKey, ConfigType, Importance, SchemaType, Validator};
+
+pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
+
+/// How a converter is used (`converter.type`); Kafka's `ConverterType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConverterType {
+    Key,
+    Value,
+    Header,
+}
+
+impl ConverterType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ConverterType::Key => "key",
+            ConverterType::Value => "value",
+            ConverterType::Header => "header",
+        }
+    }
+
+    /// Parses `key`, `value` or `header` (any case).
+    pub fn parse(name: &str) -> Option<Self> {
+        [ConverterType::Key, ConverterType::Value, ConverterType::Header].into_iter().find(|t| t.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+/// `converter.type`, defined by every Kafka converter's config.
+pub const TYPE_CONFIG: &str = "converter.type";
+
+/// The `converter.type` key as Kafka's `ConverterConfig` defines it: required, one of
+/// `key`, `value`, `header`.
+pub(crate) fn converter_type_key() -> ConfigKey {
+    ConfigKey::new(TYPE_CONFIG, ConfigType::String, Importance::Low, "How this converter will be used.")
+        .validator(Validator::one_of(&["key", "value", "header"]))
+}
+
+/// The properties with `converter.type` set, as Kafka's `configure(configs, isKey)` and the
+/// worker's header converter setup do.
+pub(crate) fn with_type(props: &Props, converter_type: ConverterType) -> Props {
+    let mut props = props.clone();
+    props.insert(TYPE_CONFIG.to_owned(), converter_type.name().to_owned());
+    props
+}
+
+/// Connect's name for a schema type (`Schema.Type.toString()`), used in error messages.
+pub(crate) fn type_name(kind: SchemaType) -> &'static str {
+    match kind {
+        SchemaType::Int8 => "INT8",
+        SchemaType::Int16 => "INT16",
+        SchemaType::Int32 => "INT32",
+        SchemaType::Int64 => "INT64",
+        SchemaType::Float32 => "FLOAT32",
+        SchemaType::Float64 => "FLOAT64",
+        SchemaType::Boolean => "BOOLEAN",
+        SchemaType::String => "STRING",
+        SchemaType::Bytes => "BYTES",
+        SchemaType::Array => "ARRAY",
+        SchemaType::Map => "MAP",
+        SchemaType::Struct => "STRUCT",
+    }
+}
+
+/// The type name of a value, for error messages (`null` for a null).
+pub(crate) fn value_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Boolean(_) => "BOOLEAN",
+        Value::Int8(_) => "INT8",
+        Value::Int16(_) => "INT16",
+        Value::Int32(_) => "INT32",
+        Value::Int64(_) => "INT64",
+        Value::Float32(_) => "FLOAT32",
+        Value::Float64(_) => "FLOAT64",
+        Value::String(_) => "STRING",
+        Value::Bytes(_) => "BYTES",
+        Value::Array(_) => "ARRAY",
+        Value::Map(_) => "MAP",
+        Value::Struct(_) => "STRUCT",
+    }
 }
