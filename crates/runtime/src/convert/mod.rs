@@ -40,14 +40,20 @@ pub struct HeaderConverterPlugin {
     pub create: fn(props: &Props) -> ConnectResult<Box<dyn HeaderConverter>>,
 }
 
+pub mod bytes;
 pub mod json;
+pub mod number;
+pub mod string;
 
 mod decimal;
 mod java_text;
 
 use sluice_api::{ConfigKey, ConfigType, Importance, SchemaType, Validator};
 
+pub use bytes::ByteArrayConverter;
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
+pub use number::{BooleanConverter, NumberConverter, NumberKind};
+pub use string::StringConverter;
 
 /// How a converter is used (`converter.type`); Kafka's `ConverterType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
