@@ -41,6 +41,7 @@ pub struct HeaderConverterPlugin {
 }
 
 pub mod bytes;
+pub mod header;
 pub mod json;
 pub mod number;
 pub mod string;
@@ -51,6 +52,7 @@ mod java_text;
 use sluice_api::{ConfigKey, ConfigType, Importance, SchemaType, Validator};
 
 pub use bytes::ByteArrayConverter;
+pub use header::SimpleHeaderConverter;
 pub use json::{DecimalFormat, JsonConverter, JsonConverterConfig};
 pub use number::{BooleanConverter, NumberConverter, NumberKind};
 pub use string::StringConverter;
