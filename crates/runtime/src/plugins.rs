@@ -47,9 +47,9 @@ impl Plugins {
         if let Some(p) = self.connector(name) {
             return Some((p.create)().config_def());
         }
-        if let Some(c) = convert::converters().iter().find(|c| c.class == name || c.aliases.contains(&name)) {
+        if let Some(c) = convert::find_converter(name) {
             return Some((c.config_def)());
         }
-        convert::header_converters().iter().find(|c| c.class == name || c.aliases.contains(&name)).map(|c| (c.config_def)())
+        convert::find_header_converter(name).map(|c| (c.config_def)())
     }
 }

@@ -89,9 +89,9 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
     for key in ["key.converter", "value.converter", "header.converter"] {
         let Some(class) = props.get(key).filter(|c| !c.is_empty()) else { continue };
         let known = if key == "header.converter" {
-            crate::convert::header_converters().iter().any(|c| c.class == class || c.aliases.contains(&class.as_str()))
+            crate::convert::find_header_converter(class).is_some()
         } else {
-            crate::convert::converters().iter().any(|c| c.class == class || c.aliases.contains(&class.as_str()))
+            crate::convert::find_converter(class).is_some()
         };
         if !known {
             keyed(&mut values, key, format!("Invalid value {class} for configuration {key}: Class {class} could not be found."));

@@ -54,7 +54,7 @@ impl RecordConverters {
 }
 
 fn make_converter(key: &str, spec: &ConverterSpec, is_key: bool) -> ConnectResult<Box<dyn Converter>> {
-    let plugin = convert::converters().iter().find(|p| p.class == spec.class || p.aliases.contains(&spec.class.as_str())).ok_or_else(|| {
+    let plugin = convert::find_converter(&spec.class).ok_or_else(|| {
         let available: Vec<_> = convert::converters().iter().map(|p| p.class).collect();
         ConnectError::config(key, format!("unknown converter class '{}'; available: {}", spec.class, available.join(", ")))
     })?;
@@ -62,7 +62,7 @@ fn make_converter(key: &str, spec: &ConverterSpec, is_key: bool) -> ConnectResul
 }
 
 fn make_header_converter(spec: &ConverterSpec) -> ConnectResult<Box<dyn HeaderConverter>> {
-    let plugin = convert::header_converters().iter().find(|p| p.class == spec.class || p.aliases.contains(&spec.class.as_str())).ok_or_else(|| {
+    let plugin = convert::find_header_converter(&spec.class).ok_or_else(|| {
         let available: Vec<_> = convert::header_converters().iter().map(|p| p.class).collect();
         ConnectError::config("header.converter", format!("unknown header converter class '{}'; available: {}", spec.class, available.join(", ")))
     })?;
