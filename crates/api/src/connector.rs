@@ -182,7 +182,7 @@ pub struct ConnectorPlugin {
 
 impl ConnectorPlugin {
     pub fn matches(&self, name: &str) -> bool {
-        self.class == name || self.aliases.iter().any(|a| *a == name)
+        self.class == name || self.aliases.contains(&name)
     }
 }
 
