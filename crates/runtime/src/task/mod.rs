@@ -9,6 +9,7 @@
 //!          SinkTask::pre_commit ─▶ consumer-group offsets (durable)
 //! ```
 
+pub mod errors;
 pub mod sink;
 pub mod source;
 
@@ -24,6 +25,10 @@ pub struct RecordConverters {
     pub key: Box<dyn Converter>,
     pub value: Box<dyn Converter>,
     pub header: Box<dyn HeaderConverter>,
+    /// Class names, for error reports.
+    pub key_class: String,
+    pub value_class: String,
+    pub header_class: String,
 }
 
 /// A converter class and its own properties (prefix removed).
@@ -49,7 +54,24 @@ impl ConverterSpec {
 
 impl RecordConverters {
     pub fn build(key: &ConverterSpec, value: &ConverterSpec, header: &ConverterSpec) -> ConnectResult<Self> {
-        Ok(Self { key: make_converter("key.converter", key, true)?, value: make_converter("value.converter", value, false)?, header: make_header_converter(header)? })
+        Ok(Self {
+            key: make_converter("key.converter", key, true)?,
+            value: make_converter("value.converter", value, false)?,
+            header: make_header_converter(header)?,
+            key_class: key.class.clone(),
+            value_class: value.class.clone(),
+            header_class: header.class.clone(),
+        })
+    }
+
+    /// The class name of the converter used at `stage`.
+    pub fn class_of(&self, stage: Stage) -> String {
+        match stage {
+            Stage::KeyConverter => self.key_class.clone(),
+            Stage::ValueConverter => self.value_class.clone(),
+            Stage::HeaderConverter => self.header_class.clone(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -101,6 +123,7 @@ impl Backoff {
 /// The pipeline stage a record failed in, named as Connect names it in traces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    Transformation,
     KeyConverter,
     ValueConverter,
     HeaderConverter,
@@ -111,6 +134,7 @@ pub enum Stage {
 impl Stage {
     pub fn name(self) -> &'static str {
         match self {
+            Self::Transformation => "TRANSFORMATION",
             Self::KeyConverter => "KEY_CONVERTER",
             Self::ValueConverter => "VALUE_CONVERTER",
             Self::HeaderConverter => "HEADER_CONVERTER",
@@ -120,6 +144,6 @@ impl Stage {
     }
 
     pub(crate) fn fail(self, position: String, err: ConnectError) -> ConnectError {
-        ConnectError::fatal_from(format!("tolerance exceeded in error handler: stage {} failed for {position}", self.name()), err)
+        ConnectError::fatal_from(format!("Tolerance exceeded in error handler: stage {} failed for {position}", self.name()), err)
     }
 }
