@@ -4,3 +4,4 @@ mod cli;
 mod crash;
 mod docker;
 mod pipeline;
+mod rest;
