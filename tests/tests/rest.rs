@@ -141,10 +141,10 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(
         listed,
         [
-            json!({"class": DISCARD_CLASS, "type": "sink", "version": VERSION}),
             json!({"class": DATAGEN_CLASS, "type": "source", "version": VERSION}),
             json!({"class": SINK_CLASS, "type": "sink", "version": VERSION}),
             json!({"class": SOURCE_CLASS, "type": "source", "version": VERSION}),
+            json!({"class": DISCARD_CLASS, "type": "sink", "version": VERSION}),
         ]
     );
     assert_eq!(w.get("/connector-plugins?connectorsOnly=true").1, plugins);
@@ -195,7 +195,7 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_error(w.get("/connector-plugins/com.example.Nope/config"), 404, "Unknown plugin com.example.Nope.");
 
     // PUT /connector-plugins/{plugin}/config/validate: ConfigInfos.
-    let good = json!({"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "t"});
+    let good = json!({"connector.class": "FileStreamSource", "name": "v", "file": "/tmp/in.txt", "topic": "t"});
     let (code, infos) = w.put("/connector-plugins/FileStreamSource/config/validate", &good);
     assert_eq!(code, 200, "{infos}");
     assert_eq!(infos["name"], SOURCE_CLASS);
@@ -213,11 +213,13 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(file_entry["value"]["value"], "/tmp/in.txt");
     assert_eq!(file_entry["definition"]["name"], "file");
 
-    // Per-key errors: a missing required key, a value out of range, an unknown key.
+    // Per-key errors: missing required keys (`name` is one, as in Connect), a value out of
+    // range, an unknown key.
     let bad = json!({"connector.class": SOURCE_CLASS, "topic": "t", "tasks.max": "0", "no.such.key": "1"});
     let (code, infos) = w.put("/connector-plugins/FileStreamSourceConnector/config/validate", &bad);
     assert_eq!(code, 200, "{infos}");
-    assert_eq!(infos["error_count"], 3, "{infos}");
+    assert_eq!(infos["error_count"], 4, "{infos}");
+    assert_eq!(errors_of(&infos, "name"), ["Missing required configuration \"name\" which has no default value."]);
     assert_eq!(errors_of(&infos, "file"), ["Missing required configuration \"file\" which has no default value."]);
     assert_eq!(errors_of(&infos, "tasks.max"), ["Invalid value 0 for configuration tasks.max: Value must be at least 1"]);
     assert_eq!(errors_of(&infos, "no.such.key"), [format!("Unknown configuration key 'no.such.key': {SOURCE_CLASS} does not support it")]);
@@ -226,11 +228,11 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(unknown["definition"], Json::Null, "an unknown key has no definition: {unknown}");
 
     // A sink needs topics or topics.regex, not both.
-    let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"file": "/tmp/out.txt"}));
+    let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"name": "v", "file": "/tmp/out.txt"}));
     assert_eq!(infos["name"], SINK_CLASS);
     assert_eq!(infos["error_count"], 1, "{infos}");
     assert_eq!(errors_of(&infos, "topics"), ["Must configure one of topics or topics.regex"]);
-    let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"file": "/tmp/out.txt", "topics": "a", "topics.regex": "a.*"}));
+    let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"name": "v", "file": "/tmp/out.txt", "topics": "a", "topics.regex": "a.*"}));
     assert_eq!(errors_of(&infos, "topics"), ["topics and topics.regex are mutually exclusive options, but both are set."]);
     // The class in the body must be the plugin in the path.
     assert_error(
