@@ -390,6 +390,11 @@ fn create_list_read_and_reconfigure_connectors() {
     let (code, body) = w.post("/connectors", &json!({"name": "paused", "config": source_config(&paused_in, "paused"), "initial_state": "PAUSED"}));
     assert_eq!(code, 201, "{body}");
     status_in(&w, "paused", "PAUSED", 1);
+    // A new config keeps the target state: still PAUSED, tasks included.
+    let (code, body) = w.patch("/connectors/paused/config", &json!({"batch.size": "1"}));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["config"]["batch.size"], "1");
+    status_in(&w, "paused", "PAUSED", 1);
     let (code, body) = w.post("/connectors", &json!({"name": "stopped", "config": source_config(&paused_in, "stopped"), "initial_state": "STOPPED"}));
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["tasks"], json!([]), "{body}");
@@ -401,13 +406,23 @@ fn create_list_read_and_reconfigure_connectors() {
     // Neither has produced anything.
     assert_eq!(w.get("/connectors/paused/offsets"), (200, json!({"offsets": []})));
     assert_eq!(w.get("/connectors/stopped/topics"), (200, json!({"stopped": {"topics": []}})));
+    // A connector created STOPPED can have its offsets set before it ever runs: it then
+    // starts past the first line.
+    let file = paused_in.to_str().unwrap();
+    let first_line = "paused-000\n".len();
+    let at = |position: usize| json!({"offsets": [{"partition": {"filename": file}, "offset": {"position": position}}]});
+    assert_eq!(w.patch("/connectors/stopped/offsets", &at(first_line)).0, 200);
+    assert_eq!(w.get("/connectors/stopped/offsets"), (200, at(first_line)));
+    let stopped_out = dir.path().join("stopped-out.txt");
+    create(&w, "stopped-sink", &sink_config(&stopped_out, "stopped"));
     assert_eq!(w.put_empty("/connectors/stopped/resume"), (202, Json::Null));
     w.wait_running("stopped", 1);
     assert_eq!(w.get("/connectors/stopped").1["tasks"], json!([{"connector": "stopped", "task": 0}]));
+    wait_lines(&stopped_out, &numbered("paused", 1..3));
     w.wait_for("/connectors/stopped/topics", TIMEOUT, |_, b| *b == json!({"stopped": {"topics": ["stopped"]}}));
     assert_eq!(w.put_empty("/connectors/paused/resume"), (202, Json::Null));
     w.wait_running("paused", 1);
-    assert_eq!(sorted_strings(&w.get("/connectors").1), ["paused", "sink", "src", "stopped"]);
+    assert_eq!(sorted_strings(&w.get("/connectors").1), ["paused", "sink", "src", "stopped", "stopped-sink"]);
 }
 
 #[test]
