@@ -182,6 +182,22 @@ impl Worker {
         Self::finish(r)
     }
 
+    /// Any method, optional `Content-Type` and body; the answer with its headers (for
+    /// `Location`, or for requests the helpers above cannot make).
+    pub fn call(&self, method: &str, path: &str, content_type: Option<&str>, body: &str) -> Reply {
+        let mut req = ureq::http::Request::builder().method(method).uri(self.url(path));
+        if let Some(ct) = content_type {
+            req = req.header("Content-Type", ct);
+        }
+        let req = req.body(body.to_owned()).expect("a valid request");
+        let mut resp = self.agent.run(req).expect("HTTP request to sluice failed");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned())).collect();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        let body = if text.trim().is_empty() { Json::Null } else { serde_json::from_str(&text).unwrap_or(Json::String(text)) };
+        Reply { status, headers, body }
+    }
+
     /// Polls `GET path` until `check` accepts the body.
     pub fn wait_for(&self, path: &str, timeout: Duration, check: impl Fn(u16, &Json) -> bool) -> Json {
         let deadline = Instant::now() + timeout;
@@ -243,6 +259,22 @@ impl Worker {
     pub fn cli(args: &[&str]) -> (i32, String, String) {
         let out = Command::new(binary()).args(args).output().expect("run sluice");
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A whole HTTP answer, from [`Worker::call`].
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    /// Names are lowercase.
+    pub headers: Vec<(String, String)>,
+    pub body: Json,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
     }
 }
 

@@ -1,6 +1,8 @@
 //! End-to-end tests against the real `sluice` binary. One test binary, one module per area.
 
+mod bad_input;
 mod cli;
 mod crash;
 mod docker;
 mod pipeline;
+mod rest;

@@ -108,9 +108,18 @@ impl StatusStore {
         self.persist(records);
     }
 
-    /// Records that a task of `connector` used `topic`; writes only the first time.
+    /// Records that a task of `connector` used `topic`; writes only when the topic is not
+    /// already recorded (the first use, or the first since a reset). Cheap when it is: tasks
+    /// call this for every batch, as Connect's tasks do for every record, so that a topic
+    /// comes back after `PUT /connectors/{name}/topics/reset` once records flow again.
     pub fn topic_used(&self, connector: &str, topic: &str, task: u32) {
-        let fresh = self.board.lock().expect("status lock").topics.entry(connector.to_owned()).or_default().insert(topic.to_owned());
+        let fresh = {
+            let mut board = self.board.lock().expect("status lock");
+            if board.topics.get(connector).is_some_and(|t| t.contains(topic)) {
+                return;
+            }
+            board.topics.entry(connector.to_owned()).or_default().insert(topic.to_owned())
+        };
         if fresh {
             let value = json!({ "topic": { "name": topic, "connector": connector, "task": task, "discoverTimestamp": super::now_ms() } });
             self.persist(vec![(format!("status-topic-{topic}:connector-{connector}"), Some(value))]);

@@ -122,6 +122,15 @@ impl SinkRunner {
             if fetched.is_empty() {
                 continue;
             }
+            // A topic is active once records are read from it (as in Connect), and again
+            // after a reset of the connector's active topics.
+            let mut last_topic: Option<&str> = None;
+            for (tp, _) in &fetched {
+                if last_topic != Some(tp.topic.as_str()) {
+                    self.status.topic_used(&self.id.connector, &tp.topic, self.id.task);
+                    last_topic = Some(tp.topic.as_str());
+                }
+            }
             loop {
                 let records = self.convert(&fetched)?;
                 match self.task.put(records).await {
@@ -232,7 +241,6 @@ impl SinkRunner {
                 None => self.log.offsets(tp).await?.0,
             };
             state.next.insert(tp.clone(), start);
-            self.status.topic_used(&self.id.connector, &tp.topic, self.id.task);
         }
         self.task.open(&new).await
     }

@@ -18,7 +18,7 @@
 //! failed append fails the task before any later offset can be committed, so a restart
 //! re-reads from the last durable offset: at-least-once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -167,6 +167,7 @@ impl SourceRunner {
         let mut batch = Vec::with_capacity(records.len());
         let mut newest: Vec<(SourcePartition, SourceOffset)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
+        let mut batch_topic: Option<String> = None;
         for r in records {
             let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
             let c = &self.converters;
@@ -178,8 +179,11 @@ impl SourceRunner {
                 headers.push((h.key.clone(), bytes));
             }
             let partition = router.partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref()).await.map_err(|e| Stage::Producer.fail(position(), e))?;
-            if router.first_use(&r.topic) {
+            // Once per topic and batch, not once per task: a topic must come back after a
+            // reset of the connector's active topics.
+            if batch_topic.as_deref() != Some(r.topic.as_str()) {
                 self.status.topic_used(&self.id.connector, &r.topic, self.id.task);
+                batch_topic = Some(r.topic.clone());
             }
             // Most batches come from one source partition: compare with the last one
             // before paying for a canonical key.
@@ -210,7 +214,6 @@ impl SourceRunner {
 #[derive(Default)]
 struct Router {
     counts: HashMap<String, i32>,
-    seen: HashSet<String>,
     round_robin: u32,
 }
 
@@ -234,13 +237,6 @@ impl Router {
                 (self.round_robin % count.max(1) as u32) as i32
             }
         })
-    }
-
-    fn first_use(&mut self, topic: &str) -> bool {
-        if self.seen.contains(topic) {
-            return false;
-        }
-        self.seen.insert(topic.to_owned())
     }
 }
 
