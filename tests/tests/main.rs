@@ -4,5 +4,6 @@ mod bad_input;
 mod cli;
 mod crash;
 mod docker;
+mod errors;
 mod pipeline;
 mod rest;

@@ -24,6 +24,7 @@ use crate::store::offset::{ConnectorOffsets, OffsetStore};
 use crate::store::status::StatusStore;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::SourceRunner;
+use crate::task::errors::ErrorPolicy;
 use crate::task::{ConverterSpec, RecordConverters};
 use crate::worker::config::WorkerConfig;
 
@@ -306,6 +307,7 @@ impl StandaloneHerder {
         let value = ConverterSpec::resolve(&config, "value.converter", self.worker.value_converter());
         let header = ConverterSpec::resolve(&config, "header.converter", self.worker.header_converter());
         let converters = RecordConverters::build(&key, &value, &header)?;
+        let errors = ErrorPolicy::from_config(&config)?;
         let instance = entry.instance.as_ref().ok_or_else(|| sluice_api::ConnectError::fatal("the connector is not running"))?;
         let on_state = {
             let status = self.status.clone();
@@ -329,6 +331,7 @@ impl StandaloneHerder {
                 },
                 log: self.log.clone(),
                 converters,
+                errors,
                 offsets: self.offsets.clone(),
                 status: self.status.clone(),
                 flush_interval: self.worker.offset_flush_interval,
@@ -348,6 +351,7 @@ impl StandaloneHerder {
                     ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
                     log: self.log.clone(),
                     converters,
+                    errors,
                     status: self.status.clone(),
                     subscription,
                     group: format!("connect-{}", id.connector),

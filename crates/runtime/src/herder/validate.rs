@@ -8,7 +8,6 @@ use super::{ConfigInfos, HerderError};
 use crate::plugins::Plugins;
 
 pub const COMMON_GROUP: &str = "Common";
-pub const ERRORS_GROUP: &str = "Error Handling";
 
 /// Keys under these prefixes belong to something the runtime configures by prefix.
 const PASSTHROUGH_PREFIXES: &[&str] = &[
@@ -48,16 +47,7 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
         )
         .define(common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records. Not available yet: must be empty.").default_value("").group("Transforms", 1, "Transforms"))
         .define(common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations. Not available yet: must be empty.").default_value("").group("Predicates", 1, "Predicates"))
-        .define(
-            common("errors.tolerance", ConfigType::String, Importance::Medium, "Behaviour for tolerating errors during connector operation. Only 'none' is available yet: the first bad record fails the task.")
-                .default_value("none")
-                .validator(Validator::one_of(&["none"]))
-                .group(ERRORS_GROUP, 1, "Error Tolerance"),
-        )
-        .define(common("errors.retry.timeout", ConfigType::Long, Importance::Medium, "Maximum duration in milliseconds that a failed operation will be reattempted.").default_value("0").group(ERRORS_GROUP, 2, "Retry Timeout for Errors"))
-        .define(common("errors.retry.delay.max.ms", ConfigType::Long, Importance::Medium, "Maximum duration in milliseconds between consecutive retry attempts.").default_value("60000").group(ERRORS_GROUP, 3, "Maximum Delay Between Retries for Errors"))
-        .define(common("errors.log.enable", ConfigType::Boolean, Importance::Medium, "Log each error and the details of the failed operation.").default_value("false").group(ERRORS_GROUP, 4, "Log Errors"))
-        .define(common("errors.log.include.messages", ConfigType::Boolean, Importance::Medium, "Include the record in the error log.").default_value("false").group(ERRORS_GROUP, 5, "Log Error Details"));
+        .merge(&crate::task::errors::def());
     if kind == ConnectorKind::Sink {
         def = def
             .define(common("topics", ConfigType::List, Importance::High, "List of topics to consume, separated by commas.").default_value("").group(COMMON_GROUP, 4, "Topics"))

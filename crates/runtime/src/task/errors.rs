@@ -133,6 +133,14 @@ impl ErrorPolicy {
         }
     }
 
+    /// Calls `op`; only a retriable failure pays for the retry machinery.
+    pub async fn call<T>(&self, mut op: impl FnMut() -> ConnectResult<T>) -> ConnectResult<T> {
+        match op() {
+            Err(e) if e.is_retriable() => self.with_retries(op).await,
+            other => other,
+        }
+    }
+
     /// Decides what a failure means: `Ok(dead_letter)` when tolerated (the record is skipped;
     /// the returned record, if any, goes to the dead-letter topic), else the task-failing
     /// error naming the stage and position.

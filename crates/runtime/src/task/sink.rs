@@ -19,9 +19,10 @@ use sluice_api::{ConnectResult, SinkRecord, SinkTask, SinkTaskContext, Timestamp
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::errors::{ErrorPolicy, FailedRecord};
 use super::{Backoff, RecordConverters, Stage};
 use crate::herder::{ConnectorTaskId, TargetState};
-use crate::log::{Log, LogError, StoredRecord};
+use crate::log::{Log, LogError, Produce, StoredRecord};
 use crate::store::status::StatusStore;
 
 /// At most this many records go to one `put`.
@@ -51,6 +52,7 @@ pub struct SinkRunner {
     pub ctx: SinkTaskContext,
     pub log: Arc<dyn Log>,
     pub converters: RecordConverters,
+    pub errors: ErrorPolicy,
     pub status: Arc<StatusStore>,
     pub subscription: Subscription,
     /// Consumer group: `connect-<connector>`.
@@ -131,8 +133,22 @@ impl SinkRunner {
                     last_topic = Some(tp.topic.as_str());
                 }
             }
+            let (converted, dead) = Self::convert(&self.converters, &self.errors, &self.id, &fetched, true).await?;
+            if !dead.is_empty() {
+                // Dead letters are durable before any offset can move past their records.
+                self.log.append(dead).await.map_err(|e| Stage::Producer.fail("dead-letter records".to_owned(), e.into()))?;
+            }
+            let mut converted = Some(converted);
             loop {
-                let records = self.convert(&fetched)?;
+                // A redelivery converts again (conversion is deterministic); records that
+                // failed were already reported the first time.
+                let records = match converted.take() {
+                    Some(r) => r,
+                    None => Self::convert(&self.converters, &self.errors, &self.id, &fetched, false).await?.0,
+                };
+                if records.is_empty() {
+                    break;
+                }
                 match self.task.put(records).await {
                     Ok(()) => {
                         backoff.reset();
@@ -145,7 +161,7 @@ impl SinkRunner {
                             return Ok(());
                         }
                     }
-                    Err(e) => return Err(Stage::Task.fail(format!("{} records starting at {}", fetched.len(), fetched[0].0), e)),
+                    Err(e) => return Err(Stage::Task.fail(format!("{} records starting at {} offset {}", fetched.len(), fetched[0].0, fetched[0].1.offset), e)),
                 }
             }
             for (tp, r) in &fetched {
@@ -184,33 +200,58 @@ impl SinkRunner {
         Ok(out)
     }
 
-    fn convert(&self, fetched: &[(TopicPartition, StoredRecord)]) -> ConnectResult<Vec<SinkRecord>> {
-        let c = &self.converters;
-        fetched
-            .iter()
-            .map(|(tp, r)| {
-                let position = || format!("topic {} partition {} offset {}", tp.topic, tp.partition, r.offset);
-                let (key_schema, key) = c.key.to_connect(&tp.topic, r.record.key.as_deref()).map_err(|e| Stage::KeyConverter.fail(position(), e))?;
-                let (value_schema, value) = c.value.to_connect(&tp.topic, r.record.value.as_deref()).map_err(|e| Stage::ValueConverter.fail(position(), e))?;
-                let mut headers = sluice_api::Headers::default();
-                for (k, v) in &r.record.headers {
-                    let (schema, value) = c.header.to_connect_header(&tp.topic, k, v.as_deref()).map_err(|e| Stage::HeaderConverter.fail(position(), e))?;
-                    headers.add(k.clone(), schema, value);
+    /// Converts fetched records. A record that fails goes to the error policy: the task
+    /// fails, or the record is skipped (and, with a dead-letter topic, returned as a dead
+    /// letter). With `report` false, failures are skipped silently (a redelivery).
+    async fn convert(c: &RecordConverters, errors: &ErrorPolicy, id: &ConnectorTaskId, fetched: &[(TopicPartition, StoredRecord)], report: bool) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
+        let mut out = Vec::with_capacity(fetched.len());
+        let mut dead = Vec::new();
+        for (tp, r) in fetched {
+            match Self::convert_record(c, errors, tp, r).await {
+                Ok(record) => out.push(record),
+                Err((stage, err)) if report => {
+                    let failed = FailedRecord {
+                        connector: id.connector.clone(),
+                        task: id.task,
+                        stage,
+                        class: c.class_of(stage),
+                        position: format!("topic {} partition {} offset {}", tp.topic, tp.partition, r.offset),
+                        original: Some((tp.topic.clone(), tp.partition, r.offset)),
+                        key: r.record.key.clone(),
+                        value: r.record.value.clone(),
+                        headers: r.record.headers.clone(),
+                        describe: r.record.value.as_deref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_else(|| "null".to_owned()),
+                    };
+                    if let Some(d) = errors.handle(failed, err)? {
+                        dead.push(d);
+                    }
                 }
-                Ok(SinkRecord {
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                    offset: r.offset,
-                    key_schema,
-                    key,
-                    value_schema,
-                    value,
-                    timestamp: Some(r.record.timestamp),
-                    timestamp_type: TimestampType::CreateTime,
-                    headers,
-                })
-            })
-            .collect()
+                Err(_) => {}
+            }
+        }
+        Ok((out, dead))
+    }
+
+    async fn convert_record(c: &RecordConverters, errors: &ErrorPolicy, tp: &TopicPartition, r: &StoredRecord) -> Result<SinkRecord, (Stage, sluice_api::ConnectError)> {
+        let (key_schema, key) = errors.call(|| c.key.to_connect(&tp.topic, r.record.key.as_deref())).await.map_err(|e| (Stage::KeyConverter, e))?;
+        let (value_schema, value) = errors.call(|| c.value.to_connect(&tp.topic, r.record.value.as_deref())).await.map_err(|e| (Stage::ValueConverter, e))?;
+        let mut headers = sluice_api::Headers::default();
+        for (k, v) in &r.record.headers {
+            let (schema, value) = errors.call(|| c.header.to_connect_header(&tp.topic, k, v.as_deref())).await.map_err(|e| (Stage::HeaderConverter, e))?;
+            headers.add(k.clone(), schema, value);
+        }
+        Ok(SinkRecord {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            offset: r.offset,
+            key_schema,
+            key,
+            value_schema,
+            value,
+            timestamp: Some(r.record.timestamp),
+            timestamp_type: TimestampType::CreateTime,
+            headers,
+        })
     }
 
     /// This task's share of the subscribed partitions: sorted, then every `task_count`-th.

@@ -26,6 +26,7 @@ use sluice_api::{ConnectError, ConnectResult, SourceOffset, SourcePartition, Sou
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::errors::{ErrorPolicy, FailedRecord};
 use super::{Backoff, RecordConverters, Stage};
 use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{AppendFuture, Log, LogRecord, Produce};
@@ -43,6 +44,7 @@ pub struct SourceRunner {
     pub ctx: SourceTaskContext,
     pub log: Arc<dyn Log>,
     pub converters: RecordConverters,
+    pub errors: ErrorPolicy,
     pub offsets: Arc<OffsetStore>,
     pub status: Arc<StatusStore>,
     pub flush_interval: Duration,
@@ -163,27 +165,36 @@ impl SourceRunner {
         }
     }
 
+    /// Converts a polled batch into log records, applying the error policy per record.
+    /// Every polled record's offset counts, whether it was written, skipped or sent to the
+    /// dead-letter topic.
     async fn convert(&mut self, router: &mut Router, records: Vec<SourceRecord>) -> ConnectResult<(Vec<Produce>, Vec<(SourcePartition, SourceOffset)>)> {
         let mut batch = Vec::with_capacity(records.len());
         let mut newest: Vec<(SourcePartition, SourceOffset)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut batch_topic: Option<String> = None;
         for r in records {
-            let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
-            let c = &self.converters;
-            let key = c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key).map_err(|e| Stage::KeyConverter.fail(position(), e))?;
-            let value = c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value).map_err(|e| Stage::ValueConverter.fail(position(), e))?;
-            let mut headers = Vec::with_capacity(r.headers.0.len());
-            for h in r.headers.iter() {
-                let bytes = c.header.from_connect_header(&r.topic, &h.key, h.schema.as_ref(), &h.value).map_err(|e| Stage::HeaderConverter.fail(position(), e))?;
-                headers.push((h.key.clone(), bytes));
-            }
-            let partition = router.partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref()).await.map_err(|e| Stage::Producer.fail(position(), e))?;
-            // Once per topic and batch, not once per task: a topic must come back after a
-            // reset of the connector's active topics.
-            if batch_topic.as_deref() != Some(r.topic.as_str()) {
-                self.status.topic_used(&self.id.connector, &r.topic, self.id.task);
-                batch_topic = Some(r.topic.clone());
+            match Self::convert_record(&self.converters, &self.errors, &r).await {
+                Ok((key, value, headers)) => {
+                    let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
+                    let partition = router.partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref()).await.map_err(|e| Stage::Producer.fail(position(), e))?;
+                    // Once per topic and batch, not once per task: a topic must come back after a
+                    // reset of the connector's active topics.
+                    if batch_topic.as_deref() != Some(r.topic.as_str()) {
+                        self.status.topic_used(&self.id.connector, &r.topic, self.id.task);
+                        batch_topic = Some(r.topic.clone());
+                    }
+                    batch.push(Produce {
+                        topic: r.topic,
+                        partition,
+                        record: LogRecord { key, value, timestamp: r.timestamp.unwrap_or_else(now_ms), headers },
+                    });
+                }
+                Err((stage, err)) => {
+                    if let Some(dead) = self.errors.handle(self.failed_record(&r, stage), err)? {
+                        batch.push(dead);
+                    }
+                }
             }
             // Most batches come from one source partition: compare with the last one
             // before paying for a canonical key.
@@ -200,15 +211,50 @@ impl SourceRunner {
                     }
                 }
             }
-            batch.push(Produce {
-                topic: r.topic,
-                partition,
-                record: LogRecord { key, value, timestamp: r.timestamp.unwrap_or_else(now_ms), headers },
-            });
         }
         Ok((batch, newest))
     }
+
+    /// Key, value and header bytes of one record, or the stage that failed.
+    async fn convert_record(c: &RecordConverters, errors: &ErrorPolicy, r: &SourceRecord) -> Result<ConvertedRecord, (Stage, ConnectError)> {
+        let key = errors.call(|| c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key)).await.map_err(|e| (Stage::KeyConverter, e))?;
+        let value = errors.call(|| c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value)).await.map_err(|e| (Stage::ValueConverter, e))?;
+        let mut headers = Vec::with_capacity(r.headers.0.len());
+        for h in r.headers.iter() {
+            let bytes = errors.call(|| c.header.from_connect_header(&r.topic, &h.key, h.schema.as_ref(), &h.value)).await.map_err(|e| (Stage::HeaderConverter, e))?;
+            headers.push((h.key.clone(), bytes));
+        }
+        Ok((key, value, headers))
+    }
+
+    /// What the error policy and the dead-letter topic get for a record that failed. The
+    /// key and value are what the converters made of them, or a text rendering of the part
+    /// that could not be converted; the source position rides in two extra headers.
+    fn failed_record(&self, r: &SourceRecord, stage: Stage) -> FailedRecord {
+        let c = &self.converters;
+        let text = |v: &sluice_api::Value| Some(format!("{v:?}").into_bytes());
+        let key = c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key).ok().flatten().or_else(|| text(&r.key));
+        let value = c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value).ok().flatten().or_else(|| text(&r.value));
+        let json = |m: &serde_json::Map<String, serde_json::Value>| Some(serde_json::Value::Object(m.clone()).to_string().into_bytes());
+        FailedRecord {
+            connector: self.id.connector.clone(),
+            task: self.id.task,
+            stage,
+            class: c.class_of(stage),
+            position: format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset),
+            original: None,
+            key,
+            value,
+            headers: vec![
+                ("__connect.errors.source.partition".to_owned(), json(&r.source_partition)),
+                ("__connect.errors.source.offset".to_owned(), json(&r.source_offset)),
+            ],
+            describe: format!("{r:?}"),
+        }
+    }
 }
+
+type ConvertedRecord = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Option<Vec<u8>>)>);
 
 /// Chooses partitions as Kafka's producer does: explicit, else by key hash, else round robin.
 #[derive(Default)]
