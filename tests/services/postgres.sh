@@ -3,7 +3,8 @@
 #
 #   postgres.sh start DIR [PORT]   create (once) and start a cluster in DIR; prints
 #                                  "host=127.0.0.1 port=PORT user=postgres dbname=postgres dir=DIR"
-#   postgres.sh stop DIR           stop it (fast shutdown); no-op when not running
+#   postgres.sh stop DIR [MODE]    stop it (MODE: fast, the default, or immediate); no-op when
+#                                  not running
 #   postgres.sh status DIR         exit 0 when running
 #
 # Idempotent: starting a running cluster only prints its connection info. Postgres refuses to
@@ -42,13 +43,13 @@ case "$cmd" in
         || { cat "$dir/initdb.log" >&2; exit 1; }
     fi
     as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $port -k $dir \
-      -c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20 -c wal_sender_timeout=60s \
+      -c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20 \
       -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null \
       || { tail -20 "$dir/server.log" >&2; exit 1; }
     info
     ;;
   stop)
-    if running; then as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null; fi
+    if running; then as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m "${3:-fast}" -w stop >/dev/null; fi
     ;;
   status)
     running

@@ -86,6 +86,9 @@ pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) ->
         Some(c) if c == SqlState::INVALID_CATALOG_NAME => {
             (config::DBNAME, format!("database {:?} does not exist on {}:{}", cfg.dbname, cfg.hostname, cfg.port), false)
         }
+        Some(c) if c == SqlState::CANNOT_CONNECT_NOW || c == SqlState::ADMIN_SHUTDOWN || c == SqlState::TOO_MANY_CONNECTIONS => {
+            (config::HOSTNAME, format!("postgres at {}:{} is not accepting connections yet: {}", cfg.hostname, cfg.port, db_message(&e)), true)
+        }
         Some(_) => (config::HOSTNAME, format!("could not connect to {}:{}: {}", cfg.hostname, cfg.port, db_message(&e)), false),
         None => (config::HOSTNAME, format!("could not connect to {}:{} (is the server running?)", cfg.hostname, cfg.port), true),
     };

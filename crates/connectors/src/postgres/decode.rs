@@ -61,7 +61,7 @@ pub enum Message {
     Truncate { relations: Vec<u32>, cascade: bool, restart_identity: bool },
     Origin,
     /// `pg_logical_emit_message` content; not turned into records.
-    LogicalMessage,
+    Emitted,
     /// Begin/Commit when they reach the decoder anyway (the transport normally takes them).
     Boundary,
 }
@@ -206,7 +206,7 @@ pub fn decode(payload: &[u8]) -> Result<Message, DecodeError> {
             Message::Truncate { relations, cascade: options & 1 != 0, restart_identity: options & 2 != 0 }
         }
         b'O' => Message::Origin,
-        b'M' => Message::LogicalMessage,
+        b'M' => Message::Emitted,
         b'B' | b'C' => Message::Boundary,
         other => return Err(DecodeError(format!("unknown message tag {:?}", other as char))),
     })
@@ -288,6 +288,6 @@ mod tests {
     fn truncated_input_is_an_error_not_a_panic() {
         assert!(decode(&[b'I', 0, 0]).is_err());
         assert!(decode(&[]).is_err());
-        assert!(decode(&[b'Z']).unwrap_err().to_string().contains("unknown message tag"));
+        assert!(decode(b"Z").unwrap_err().to_string().contains("unknown message tag"));
     }
 }

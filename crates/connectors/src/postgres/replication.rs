@@ -271,12 +271,10 @@ impl Stream {
                     out.extend(tomb);
                 }
             }
-            Message::Truncate { relations, .. } => {
-                if !skipped('t') {
-                    for oid in relations {
-                        if let Some(t) = self.table(oid)? {
-                            out.push(t.truncate(&info, ctx.source_schema, ctx.partition, offset()));
-                        }
+            Message::Truncate { relations, .. } if !skipped('t') => {
+                for oid in relations {
+                    if let Some(t) = self.table(oid)? {
+                        out.push(t.truncate(&info, ctx.source_schema, ctx.partition, offset()));
                     }
                 }
             }

@@ -191,6 +191,10 @@ impl Running {
                 Ok(Vec::new())
             }
             Phase::Streaming => {
+                if self.catalog.is_closed() {
+                    // The server restarted or the session broke: a new one for catalog look-ups.
+                    self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                }
                 if self.stream.is_none() {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.confirmed.get()).await?);
                 }

@@ -75,6 +75,20 @@ impl Pg {
     }
 }
 
+impl Pg {
+    /// Stops the server abruptly. (A fast shutdown waits for every logical walsender to have
+    /// its sent WAL reported written; this connector reports only the durable position, so
+    /// a fast shutdown would wait for the connector to disconnect: a known gap.)
+    fn crash(&self) {
+        assert!(Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).arg("immediate").status().unwrap().success());
+    }
+
+    fn restart(&self) {
+        let out = Command::new("bash").arg(script()).arg("start").arg(self.dir.path()).arg(self.port.to_string()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
 impl Drop for Pg {
     fn drop(&mut self) {
         let _ = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).status();
@@ -436,4 +450,75 @@ async fn bad_configurations_name_their_cause() {
     assert!(err.to_string().contains("password authentication failed"), "{err}");
     let err = start_task(&pg.props(&[("database.dbname", "nope")]), None).await.err().unwrap();
     assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_restart_is_retriable_and_nothing_is_lost() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("CREATE TABLE k (id int PRIMARY KEY)").await.unwrap();
+    let props = pg.props(&[("slot.name", "s6"), ("snapshot.mode", "no_data")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    db.batch_execute("INSERT INTO k VALUES (1)").await.unwrap();
+    let mut all = Vec::new();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+
+    pg.crash();
+    let until = Instant::now() + Duration::from_secs(20);
+    let err = loop {
+        assert!(Instant::now() < until, "poll never noticed the server going away");
+        match task.poll().await {
+            Ok(r) => all.extend(r),
+            Err(e) => break e,
+        }
+    };
+    assert!(err.is_retriable(), "{err}");
+    pg.restart();
+    let db = pg.client("postgres").await;
+    for i in 2..=20 {
+        db.batch_execute(&format!("INSERT INTO k VALUES ({i})")).await.unwrap();
+    }
+    let until = Instant::now() + Duration::from_secs(60);
+    while all.len() < 20 {
+        assert!(Instant::now() < until, "only {} records after the restart", all.len());
+        match task.poll().await {
+            Ok(r) => all.extend(r),
+            Err(e) => {
+                assert!(e.is_retriable(), "{e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    let ids: Vec<i64> = all.iter().map(|r| field(r, "after", "id").as_i64().unwrap()).collect();
+    assert_eq!(ids, (1..=20).collect::<Vec<_>>(), "no loss, no duplicate");
+    task.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_does_not_trip_wal_sender_timeout() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("ALTER SYSTEM SET wal_sender_timeout = '2s'").await.unwrap();
+    db.batch_execute("SELECT pg_reload_conf(); CREATE TABLE q (id int PRIMARY KEY);").await.unwrap();
+    let props = pg.props(&[
+        ("slot.name", "s7"),
+        ("snapshot.mode", "no_data"),
+        ("max.queue.size", "5"),
+        ("max.batch.size", "10"),
+        ("status.update.interval.ms", "500"),
+    ]);
+    let mut task = start_task(&props, None).await.unwrap();
+    for t in 0..50 {
+        db.batch_execute(&format!("INSERT INTO q SELECT generate_series({}, {})", t * 20 + 1, t * 20 + 20)).await.unwrap();
+    }
+    let mut all = Vec::new();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+    // The runtime is slow: nothing is polled for three times wal_sender_timeout.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 1000).await;
+    let ids: Vec<i64> = all.iter().map(|r| field(r, "after", "id").as_i64().unwrap()).collect();
+    assert_eq!(ids, (1..=1000).collect::<Vec<_>>());
+    let log = std::fs::read_to_string(pg.dir.path().join("server.log")).unwrap();
+    assert!(!log.contains("replication timeout"), "the walsender timed out:\n{log}");
+    task.stop().await.unwrap();
 }
