@@ -17,6 +17,19 @@
 //! for the replication protocol (its reader task keeps sending standby status while the
 //! hand-off channel is full). TLS is not built in: `database.sslmode` accepts `disable`
 //! and `prefer` (which then connects in plain text, like a libpq without SSL support).
+//!
+//! Known gaps of this version:
+//! - Standby status reports the confirmed LSN as written, flushed and applied alike (the
+//!   transport has one position). A *fast* or *smart* Postgres shutdown waits until every
+//!   logical walsender's sent WAL is reported written, so it waits for this connector to
+//!   disconnect. Needs a transport that reports the received position as written.
+//! - `status.update.interval.ms` must stay below the server's `wal_sender_timeout`.
+//! - An interrupted snapshot is redone from the start; when the slot already exists the
+//!   redo uses a fresh snapshot, so changes between the slot position and it may repeat.
+//! - Not mapped yet (columns left out, as Debezium does with unknown types): interval,
+//!   money, bit/varbit, hstore, geometric and range types, ltree, multi-dimensional arrays;
+//!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
+//! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
 
 mod catalog;
 mod config;
