@@ -7,13 +7,14 @@ pub mod datagen;
 pub mod discard;
 pub mod file_sink;
 pub mod file_source;
+pub mod postgres;
 pub mod text;
 
 use sluice_api::ConnectorPlugin;
 
 /// Every built-in connector with the Java class names users already have in their JSON.
 pub fn connectors() -> Vec<ConnectorPlugin> {
-    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin()]
+    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()]
 }
 
 #[cfg(test)]
@@ -30,5 +31,7 @@ mod tests {
         assert_eq!(before, names.len());
         assert!(all.iter().any(|p| p.matches("org.apache.kafka.connect.file.FileStreamSourceConnector")));
         assert!(all.iter().any(|p| p.matches("FileStreamSink")));
+        assert!(all.iter().any(|p| p.matches("io.debezium.connector.postgresql.PostgresConnector")));
+        assert!(all.iter().any(|p| p.matches("postgres")));
     }
 }

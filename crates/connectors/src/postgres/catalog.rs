@@ -1,0 +1,285 @@
+//! The ordinary (non-replication) session: catalog queries, slot and publication
+//! management, and the column metadata that shapes each table's schemas.
+
+use std::collections::HashMap;
+
+use pgwire_replication::Lsn;
+use sluice_api::{ConnectError, ConnectResult};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls};
+
+use super::config::{self, AutocreateMode, PostgresConfig, TableFilter};
+use super::mapping::{self, PgType};
+
+/// A table the connector captures.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableId {
+    pub schema: String,
+    pub table: String,
+}
+
+impl TableId {
+    /// The quoted SQL name.
+    pub fn quoted(&self) -> String {
+        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.table))
+    }
+}
+
+impl std::fmt::Display for TableId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.schema, self.table)
+    }
+}
+
+pub fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+fn quote_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// What the catalog says about one column.
+#[derive(Debug, Clone)]
+pub struct ColumnMeta {
+    pub name: String,
+    pub type_oid: u32,
+    pub type_modifier: i32,
+    pub not_null: bool,
+    /// Position in the primary key, when part of it.
+    pub pk_position: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SlotInfo {
+    pub plugin: String,
+    pub database: String,
+    pub confirmed_flush: Option<Lsn>,
+    pub active: bool,
+}
+
+/// Opens an ordinary session; errors name the configuration key at fault where they can.
+pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectError)> {
+    match cfg.pg_config().connect(NoTls).await {
+        Ok((client, connection)) => {
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "postgres session ended");
+                }
+            });
+            Ok(client)
+        }
+        Err(e) => Err(classify_connect_error(cfg, e)),
+    }
+}
+
+/// The configuration key a connection error points at, and the error.
+pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) -> (String, ConnectError) {
+    let code = e.code().cloned();
+    let (key, message, retriable) = match code {
+        Some(c) if c == SqlState::INVALID_PASSWORD => {
+            (config::PASSWORD, format!("password authentication failed for user {:?}; check database.user and database.password", cfg.user), false)
+        }
+        Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+            (config::USER, format!("user {:?} may not connect to database {:?}: {}", cfg.user, cfg.dbname, db_message(&e)), false)
+        }
+        Some(c) if c == SqlState::INVALID_CATALOG_NAME => {
+            (config::DBNAME, format!("database {:?} does not exist on {}:{}", cfg.dbname, cfg.hostname, cfg.port), false)
+        }
+        Some(c) if c == SqlState::CANNOT_CONNECT_NOW || c == SqlState::ADMIN_SHUTDOWN || c == SqlState::TOO_MANY_CONNECTIONS => {
+            (config::HOSTNAME, format!("postgres at {}:{} is not accepting connections yet: {}", cfg.hostname, cfg.port, db_message(&e)), true)
+        }
+        Some(_) => (config::HOSTNAME, format!("could not connect to {}:{}: {}", cfg.hostname, cfg.port, db_message(&e)), false),
+        None => (config::HOSTNAME, format!("could not connect to {}:{} (is the server running?)", cfg.hostname, cfg.port), true),
+    };
+    let err = if retriable { ConnectError::retriable_from(message, e) } else { ConnectError::fatal_from(message, e) };
+    (key.to_owned(), err)
+}
+
+fn db_message(e: &tokio_postgres::Error) -> String {
+    e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_else(|| e.to_string())
+}
+
+/// Wraps a query error: lost connections are retriable, the rest fatal.
+pub fn query_error(what: &str, e: tokio_postgres::Error) -> ConnectError {
+    if e.is_closed() || e.as_db_error().is_none() {
+        ConnectError::retriable_from(format!("{what}: connection to postgres lost"), e)
+    } else {
+        let msg = format!("{what}: {}", db_message(&e));
+        ConnectError::fatal_from(msg, e)
+    }
+}
+
+pub async fn slot(client: &Client, name: &str) -> ConnectResult<Option<SlotInfo>> {
+    let rows = client
+        .query(
+            "SELECT plugin::text, database::text, confirmed_flush_lsn::text, active FROM pg_replication_slots WHERE slot_name = $1",
+            &[&name],
+        )
+        .await
+        .map_err(|e| query_error("reading pg_replication_slots", e))?;
+    Ok(rows.first().map(|r| SlotInfo {
+        plugin: r.get::<_, Option<String>>(0).unwrap_or_default(),
+        database: r.get::<_, Option<String>>(1).unwrap_or_default(),
+        confirmed_flush: r.get::<_, Option<String>>(2).and_then(|s| Lsn::parse(&s).ok()),
+        active: r.get(3),
+    }))
+}
+
+pub async fn drop_slot(client: &Client, name: &str) -> ConnectResult<()> {
+    client
+        .execute("SELECT pg_drop_replication_slot($1) WHERE EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", &[&name])
+        .await
+        .map_err(|e| query_error(&format!("dropping replication slot {name}"), e))?;
+    Ok(())
+}
+
+/// Ordinary and partitioned tables the filter includes, sorted by name.
+pub async fn tables(client: &Client, filter: &TableFilter) -> ConnectResult<Vec<TableId>> {
+    let rows = client
+        .query(
+            "SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY 1, 2",
+            &[],
+        )
+        .await
+        .map_err(|e| query_error("listing tables", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| TableId { schema: r.get(0), table: r.get(1) })
+        .filter(|t| filter.includes(&t.schema, &t.table))
+        .collect())
+}
+
+/// Creates or updates the publication as `publication.autocreate.mode` says.
+pub async fn ensure_publication(client: &Client, cfg: &PostgresConfig, included: &[TableId]) -> ConnectResult<()> {
+    let name = &cfg.publication_name;
+    let exists = !client
+        .query("SELECT 1 FROM pg_publication WHERE pubname = $1", &[name])
+        .await
+        .map_err(|e| query_error("reading pg_publication", e))?
+        .is_empty();
+    let tables = || included.iter().map(TableId::quoted).collect::<Vec<_>>().join(", ");
+    let sql = match (cfg.autocreate, exists) {
+        (AutocreateMode::Disabled, false) => {
+            return Err(ConnectError::fatal(format!(
+                "publication {name:?} does not exist and publication.autocreate.mode is disabled; create it (CREATE PUBLICATION {} FOR ...) or change the mode",
+                quote_ident(name)
+            )))
+        }
+        (AutocreateMode::Disabled, true) | (AutocreateMode::AllTables, true) => return Ok(()),
+        (AutocreateMode::AllTables, false) => format!("CREATE PUBLICATION {} FOR ALL TABLES", quote_ident(name)),
+        (AutocreateMode::Filtered, _) if included.is_empty() => {
+            return Err(ConnectError::config(config::TABLE_INCLUDE_LIST, "publication.autocreate.mode=filtered but no table matches the include/exclude lists"))
+        }
+        (AutocreateMode::Filtered, false) => format!("CREATE PUBLICATION {} FOR TABLE {}", quote_ident(name), tables()),
+        (AutocreateMode::Filtered, true) => format!("ALTER PUBLICATION {} SET TABLE {}", quote_ident(name), tables()),
+    };
+    tracing::info!(publication = %name, %sql, "setting up publication");
+    client.batch_execute(&sql).await.map_err(|e| query_error(&format!("creating publication {name}"), e))
+}
+
+/// Creates a logical slot with pgoutput without exporting a snapshot; returns its
+/// consistent point.
+pub async fn create_slot(client: &Client, name: &str) -> ConnectResult<Lsn> {
+    let row = client
+        .query_one("SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')", &[&name])
+        .await
+        .map_err(|e| query_error(&format!("creating replication slot {name}"), e))?;
+    let lsn: String = row.get(0);
+    Lsn::parse(&lsn).map_err(|e| ConnectError::fatal_from(format!("slot {name} returned a bad lsn {lsn}"), e))
+}
+
+/// The columns of a table, in attribute order.
+pub async fn columns(client: &Client, table: &TableId) -> ConnectResult<Vec<ColumnMeta>> {
+    let rows = client
+        .query(
+            "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull, \
+                    array_position(i.indkey::int2[], a.attnum) \
+             FROM pg_attribute a \
+             JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary \
+             WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped \
+             ORDER BY a.attnum",
+            &[&table.schema, &table.table],
+        )
+        .await
+        .map_err(|e| query_error(&format!("reading the columns of {table}"), e))?;
+    Ok(rows
+        .iter()
+        .map(|r| ColumnMeta {
+            name: r.get(0),
+            type_oid: r.get(1),
+            type_modifier: r.get(2),
+            not_null: r.get(3),
+            pk_position: r.get::<_, Option<i32>>(4).map(|p| p as usize),
+        })
+        .collect())
+}
+
+/// Resolves column types, asking the catalog about enums, domains and their arrays.
+#[derive(Default)]
+pub struct TypeResolver {
+    cache: HashMap<u32, Option<PgType>>,
+}
+
+impl TypeResolver {
+    pub async fn resolve(&mut self, client: &Client, oid: u32, typmod: i32) -> ConnectResult<Option<PgType>> {
+        if let Some(t) = mapping::builtin(oid, typmod) {
+            return Ok(Some(t));
+        }
+        if let Some(t) = self.cache.get(&oid) {
+            return Ok(t.clone());
+        }
+        let row = client
+            .query_opt(
+                "SELECT t.typtype::text, t.typelem, t.typbasetype, t.typtypmod, \
+                        (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid), \
+                        (SELECT et.typtype::text FROM pg_type et WHERE et.oid = t.typelem), \
+                        (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.typelem) \
+                 FROM pg_type t WHERE t.oid = $1",
+                &[&oid],
+            )
+            .await
+            .map_err(|e| query_error("reading pg_type", e))?;
+        let ty = match row {
+            None => None,
+            Some(r) => {
+                let typtype: String = r.get(0);
+                let elem: u32 = r.get(1);
+                let base: u32 = r.get(2);
+                let base_mod: i32 = r.get(3);
+                match typtype.as_str() {
+                    "e" => r.get::<_, Option<String>>(4).map(|labels| PgType::Enum { labels }),
+                    "d" => mapping::builtin(base, base_mod),
+                    "b" if elem != 0 => match (r.get::<_, Option<String>>(5).as_deref(), r.get::<_, Option<String>>(6)) {
+                        (Some("e"), Some(labels)) => Some(PgType::Array(Box::new(PgType::Enum { labels }))),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+        };
+        self.cache.insert(oid, ty.clone());
+        Ok(ty)
+    }
+}
+
+/// Checks that each entry of `table.include.list` matches at least one table; returns
+/// the entries that match none.
+pub async fn missing_included_tables(client: &Client, filter: &TableFilter) -> ConnectResult<Vec<String>> {
+    let all = tables(client, &TableFilter::new(&[], &[], &[], &[])?).await?;
+    let mut missing = Vec::new();
+    for pattern in &filter.table_include_raw {
+        let single = TableFilter::new(&[], &[], std::slice::from_ref(pattern), &[])?;
+        if !all.iter().any(|t| single.includes(&t.schema, &t.table)) {
+            missing.push(pattern.clone());
+        }
+    }
+    Ok(missing)
+}
+
+/// `SET TRANSACTION SNAPSHOT` statement for an exported snapshot name.
+pub fn set_snapshot_sql(name: &str) -> String {
+    format!("SET TRANSACTION SNAPSHOT {}", quote_literal(name))
+}

@@ -1,0 +1,436 @@
+//! Debezium's Postgres connector keys that this version implements, their defaults, the
+//! typed configuration, and the Debezium keys it rejects by name because they are not
+//! implemented yet (a key that changes behaviour is never silently ignored).
+
+use regex::{Regex, RegexBuilder};
+use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
+
+pub const HOSTNAME: &str = "database.hostname";
+pub const PORT: &str = "database.port";
+pub const USER: &str = "database.user";
+pub const PASSWORD: &str = "database.password";
+pub const DBNAME: &str = "database.dbname";
+pub const SSLMODE: &str = "database.sslmode";
+pub const TOPIC_PREFIX: &str = "topic.prefix";
+pub const PLUGIN_NAME: &str = "plugin.name";
+pub const SLOT_NAME: &str = "slot.name";
+pub const SLOT_DROP_ON_STOP: &str = "slot.drop.on.stop";
+pub const PUBLICATION_NAME: &str = "publication.name";
+pub const PUBLICATION_AUTOCREATE_MODE: &str = "publication.autocreate.mode";
+pub const SCHEMA_INCLUDE_LIST: &str = "schema.include.list";
+pub const SCHEMA_EXCLUDE_LIST: &str = "schema.exclude.list";
+pub const TABLE_INCLUDE_LIST: &str = "table.include.list";
+pub const TABLE_EXCLUDE_LIST: &str = "table.exclude.list";
+pub const SNAPSHOT_MODE: &str = "snapshot.mode";
+pub const SNAPSHOT_FETCH_SIZE: &str = "snapshot.fetch.size";
+pub const DECIMAL_HANDLING_MODE: &str = "decimal.handling.mode";
+pub const TIME_PRECISION_MODE: &str = "time.precision.mode";
+pub const TOMBSTONES_ON_DELETE: &str = "tombstones.on.delete";
+pub const SKIPPED_OPERATIONS: &str = "skipped.operations";
+pub const MAX_BATCH_SIZE: &str = "max.batch.size";
+pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
+pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
+pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
+pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
+
+pub const DEFAULT_PORT: &str = "5432";
+pub const DEFAULT_SSLMODE: &str = "prefer";
+pub const DEFAULT_PLUGIN: &str = "pgoutput";
+pub const DEFAULT_SLOT: &str = "debezium";
+pub const DEFAULT_PUBLICATION: &str = "dbz_publication";
+pub const DEFAULT_AUTOCREATE: &str = "all_tables";
+pub const DEFAULT_SNAPSHOT_MODE: &str = "initial";
+pub const DEFAULT_FETCH_SIZE: &str = "10240";
+pub const DEFAULT_MAX_BATCH_SIZE: &str = "2048";
+pub const DEFAULT_MAX_QUEUE_SIZE: &str = "8192";
+pub const DEFAULT_POLL_INTERVAL_MS: &str = "500";
+pub const DEFAULT_STATUS_UPDATE_INTERVAL_MS: &str = "10000";
+
+/// Debezium keys this version does not implement. Setting one is a configuration error
+/// that names it, instead of a silent difference in behaviour.
+pub const UNSUPPORTED_KEYS: &[&str] = &[
+    "database.server.name",
+    "database.sslcert",
+    "database.sslkey",
+    "database.sslpassword",
+    "database.sslrootcert",
+    "database.sslfactory",
+    "database.tcpKeepAlive",
+    "database.initial.statements",
+    "database.query.timeout.ms",
+    "column.include.list",
+    "column.exclude.list",
+    "column.propagate.source.type",
+    "datatype.propagate.source.type",
+    "message.key.columns",
+    "include.unknown.datatypes",
+    "hstore.handling.mode",
+    "interval.handling.mode",
+    "binary.handling.mode",
+    "money.fraction.digits",
+    "unavailable.value.placeholder",
+    "schema.name.adjustment.mode",
+    "field.name.adjustment.mode",
+    "sanitize.field.names",
+    "provide.transaction.metadata",
+    "heartbeat.action.query",
+    "topic.heartbeat.prefix",
+    "topic.naming.strategy",
+    "topic.delimiter",
+    "topic.transaction",
+    "slot.stream.params",
+    "slot.max.retries",
+    "slot.retry.delay.ms",
+    "slot.failover",
+    "publish.via.partition.root",
+    "replica.identity.autoset.values",
+    "snapshot.select.statement.overrides",
+    "snapshot.include.collection.list",
+    "snapshot.lock.timeout.ms",
+    "snapshot.locking.mode",
+    "snapshot.query.mode",
+    "snapshot.isolation.mode",
+    "snapshot.mode.class",
+    "snapshot.mode.custom.name",
+    "snapshot.max.threads",
+    "snapshot.delay.ms",
+    "streaming.delay.ms",
+    "signal.data.collection",
+    "signal.enabled.channels",
+    "incremental.snapshot.chunk.size",
+    "incremental.snapshot.watermarking.strategy",
+    "read.only",
+    "xmin.fetch.interval.ms",
+    "event.processing.failure.handling.mode",
+    "max.queue.size.in.bytes",
+    "converters",
+    "post.processors",
+    "notification.enabled.channels",
+    "message.prefix.include.list",
+    "message.prefix.exclude.list",
+    "table.ignore.builtin",
+    "schema.refresh.mode",
+    "flush.lsn.source",
+    "lsn.flush.timeout.ms",
+    "lsn.flush.timeout.action",
+    "custom.metric.tags",
+    "skip.messages.without.change",
+    "errors.max.retries",
+    "retriable.restart.connector.wait.ms",
+    "query.fetch.size",
+    "include.schema.changes",
+    "include.schema.comments",
+];
+
+/// Prefixes of Debezium's per-column keys (e.g. `column.mask.with.12.chars`).
+pub const UNSUPPORTED_PREFIXES: &[&str] = &["column.mask.", "column.truncate.to.", "column.mask.hash."];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecimalMode {
+    Precise,
+    Double,
+    String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeMode {
+    Adaptive,
+    AdaptiveTimeMicroseconds,
+    Connect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotMode {
+    /// Snapshot when there is no completed snapshot in the offsets, then stream.
+    Initial,
+    /// Snapshot like `Initial`, then stop without streaming.
+    InitialOnly,
+    /// Never snapshot; stream from the offset or the slot (`no_data`, formerly `never`).
+    NoData,
+    /// Snapshot at every start, then stream.
+    Always,
+    /// Like `Initial`, and also when the stored position is no longer available.
+    WhenNeeded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutocreateMode {
+    AllTables,
+    Disabled,
+    Filtered,
+}
+
+pub fn def() -> ConfigDef {
+    let s = |name: &str, doc: &str| ConfigKey::new(name, ConfigType::String, Importance::High, doc);
+    ConfigDef::new()
+        .define(s(HOSTNAME, "Resolvable hostname or IP address of the database server.").validator(Validator::NonEmpty))
+        .define(ConfigKey::new(PORT, ConfigType::Int, Importance::High, "Port of the database server.").default_value(DEFAULT_PORT).validator(Validator::Between(1, 65535)))
+        .define(s(USER, "Name of the database user; needs the REPLICATION attribute.").validator(Validator::NonEmpty))
+        .define(ConfigKey::new(PASSWORD, ConfigType::Password, Importance::High, "Password of the database user.").default_value(""))
+        .define(s(DBNAME, "The database to capture changes from.").validator(Validator::NonEmpty))
+        .define(
+            ConfigKey::new(SSLMODE, ConfigType::String, Importance::Medium, "Whether to use an encrypted connection. This version supports disable and prefer (which connects without TLS).")
+                .default_value(DEFAULT_SSLMODE)
+                .validator(Validator::one_of(&["disable", "prefer", "allow", "require", "verify-ca", "verify-full"])),
+        )
+        .define(s(TOPIC_PREFIX, "Prefix of every topic name, and the logical name of this server in offsets and in source.name.").validator(Validator::NonEmpty))
+        .define(
+            ConfigKey::new(PLUGIN_NAME, ConfigType::String, Importance::Medium, "The logical decoding plugin; this version supports pgoutput only.")
+                .default_value(DEFAULT_PLUGIN)
+                .validator(Validator::one_of(&["pgoutput", "decoderbufs", "wal2json", "wal2json_streaming", "wal2json_rds", "wal2json_rds_streaming"])),
+        )
+        .define(ConfigKey::new(SLOT_NAME, ConfigType::String, Importance::Medium, "Name of the logical replication slot.").default_value(DEFAULT_SLOT).validator(Validator::NonEmpty))
+        .define(ConfigKey::new(SLOT_DROP_ON_STOP, ConfigType::Boolean, Importance::Low, "Drop the slot when the task stops gracefully (for tests).").default_value("false"))
+        .define(ConfigKey::new(PUBLICATION_NAME, ConfigType::String, Importance::Medium, "Name of the publication pgoutput reads.").default_value(DEFAULT_PUBLICATION).validator(Validator::NonEmpty))
+        .define(
+            ConfigKey::new(PUBLICATION_AUTOCREATE_MODE, ConfigType::String, Importance::Medium, "all_tables: create the publication for all tables when missing; filtered: create it (or set its tables) for the included tables; disabled: the publication must exist.")
+                .default_value(DEFAULT_AUTOCREATE)
+                .validator(Validator::one_of(&["all_tables", "disabled", "filtered"])),
+        )
+        .define(ConfigKey::new(SCHEMA_INCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the schemas to capture.").default_value(""))
+        .define(ConfigKey::new(SCHEMA_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the schemas not to capture.").default_value(""))
+        .define(ConfigKey::new(TABLE_INCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the tables (schema.table) to capture.").default_value(""))
+        .define(ConfigKey::new(TABLE_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the tables (schema.table) not to capture.").default_value(""))
+        .define(
+            ConfigKey::new(SNAPSHOT_MODE, ConfigType::String, Importance::Medium, "When to take a snapshot: initial, initial_only, no_data (or never), always, when_needed.")
+                .default_value(DEFAULT_SNAPSHOT_MODE)
+                .validator(Validator::one_of(&["initial", "initial_only", "no_data", "never", "always", "when_needed", "configuration_based", "custom", "recovery"])),
+        )
+        .define(ConfigKey::new(SNAPSHOT_FETCH_SIZE, ConfigType::Int, Importance::Medium, "Rows fetched per round trip while snapshotting.").default_value(DEFAULT_FETCH_SIZE).validator(Validator::AtLeast(1)))
+        .define(
+            ConfigKey::new(DECIMAL_HANDLING_MODE, ConfigType::String, Importance::Medium, "How numeric columns are represented: precise (Decimal), double or string.")
+                .default_value("precise")
+                .validator(Validator::one_of(&["precise", "double", "string"])),
+        )
+        .define(
+            ConfigKey::new(TIME_PRECISION_MODE, ConfigType::String, Importance::Medium, "How temporal columns are represented: adaptive, adaptive_time_microseconds or connect.")
+                .default_value("adaptive")
+                .validator(Validator::one_of(&["adaptive", "adaptive_time_microseconds", "connect"])),
+        )
+        .define(ConfigKey::new(TOMBSTONES_ON_DELETE, ConfigType::Boolean, Importance::Medium, "Emit a tombstone (null value) after each delete event.").default_value("true"))
+        .define(ConfigKey::new(SKIPPED_OPERATIONS, ConfigType::List, Importance::Low, "Operations not to emit: c, u, d, t, or none.").default_value("t"))
+        .define(ConfigKey::new(MAX_BATCH_SIZE, ConfigType::Int, Importance::Medium, "Most records returned by one poll.").default_value(DEFAULT_MAX_BATCH_SIZE).validator(Validator::AtLeast(1)))
+        .define(ConfigKey::new(MAX_QUEUE_SIZE, ConfigType::Int, Importance::Medium, "Most replication events buffered between the stream reader and poll.").default_value(DEFAULT_MAX_QUEUE_SIZE).validator(Validator::AtLeast(1)))
+        .define(ConfigKey::new(POLL_INTERVAL_MS, ConfigType::Long, Importance::Low, "Longest wait of one poll for new events.").default_value(DEFAULT_POLL_INTERVAL_MS).validator(Validator::AtLeast(1)))
+        .define(ConfigKey::new(HEARTBEAT_INTERVAL_MS, ConfigType::Int, Importance::Medium, "Emit a heartbeat record this often while idle so the slot advances (0: off).").default_value("0").validator(Validator::AtLeast(0)))
+        .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
+}
+
+/// The typed configuration of one connector (and of its single task).
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    pub hostname: String,
+    pub port: u16,
+    pub user: String,
+    pub password: Secret,
+    pub dbname: String,
+    pub topic_prefix: String,
+    pub slot_name: String,
+    pub slot_drop_on_stop: bool,
+    pub publication_name: String,
+    pub autocreate: AutocreateMode,
+    pub filter: TableFilter,
+    pub snapshot_mode: SnapshotMode,
+    pub snapshot_fetch_size: usize,
+    pub decimal_mode: DecimalMode,
+    pub time_mode: TimeMode,
+    pub tombstones_on_delete: bool,
+    pub skipped: Vec<char>,
+    pub max_batch_size: usize,
+    pub max_queue_size: usize,
+    pub poll_interval_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    pub status_update_interval_ms: u64,
+}
+
+/// The errors of keys this version rejects, as `(key, message)` pairs.
+pub fn unsupported(props: &Props) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for key in props.keys() {
+        if UNSUPPORTED_KEYS.contains(&key.as_str()) || UNSUPPORTED_PREFIXES.iter().any(|p| key.starts_with(p)) {
+            let hint = if key == "database.server.name" { " (Debezium 2 replaced it with topic.prefix)" } else { "" };
+            out.push((key.clone(), format!("{key} is not supported yet by this connector{hint}; remove it")));
+        }
+    }
+    let value = |k: &str| props.get(k).map(|v| v.trim().to_ascii_lowercase());
+    if let Some(v) = value(PLUGIN_NAME).filter(|v| v != "pgoutput") {
+        out.push((PLUGIN_NAME.to_owned(), format!("plugin.name={v} is not supported yet; only pgoutput (built into PostgreSQL 10+) is")));
+    }
+    if let Some(v) = value(SSLMODE).filter(|v| v != "disable" && v != "prefer") {
+        out.push((SSLMODE.to_owned(), format!("database.sslmode={v} is not supported yet (TLS is not built in); use disable or prefer")));
+    }
+    if let Some(v) = value(SNAPSHOT_MODE).filter(|v| matches!(v.as_str(), "configuration_based" | "custom" | "recovery")) {
+        out.push((SNAPSHOT_MODE.to_owned(), format!("snapshot.mode={v} is not supported yet; use initial, initial_only, no_data, always or when_needed")));
+    }
+    out
+}
+
+impl PostgresConfig {
+    pub fn parse(props: &Props) -> ConnectResult<Self> {
+        if let Some((key, message)) = unsupported(props).into_iter().next() {
+            return Err(ConnectError::config(key, message));
+        }
+        let c = def().parse(props)?;
+        let lower = |k: &str| c.string(k).unwrap_or_default().to_ascii_lowercase();
+        let mut skipped = Vec::new();
+        for op in c.list(SKIPPED_OPERATIONS) {
+            match op.as_str() {
+                "none" => {}
+                "c" | "u" | "d" | "t" => skipped.push(op.chars().next().expect("one char")),
+                other => return Err(ConnectError::config(SKIPPED_OPERATIONS, format!("unknown operation {other:?}; use c, u, d, t or none"))),
+            }
+        }
+        Ok(Self {
+            hostname: c.string(HOSTNAME).unwrap_or_default(),
+            port: c.int(PORT) as u16,
+            user: c.string(USER).unwrap_or_default(),
+            password: c.password(PASSWORD).unwrap_or_default(),
+            dbname: c.string(DBNAME).unwrap_or_default(),
+            topic_prefix: c.string(TOPIC_PREFIX).unwrap_or_default(),
+            slot_name: c.string(SLOT_NAME).unwrap_or_default(),
+            slot_drop_on_stop: c.boolean(SLOT_DROP_ON_STOP),
+            publication_name: c.string(PUBLICATION_NAME).unwrap_or_default(),
+            autocreate: match lower(PUBLICATION_AUTOCREATE_MODE).as_str() {
+                "disabled" => AutocreateMode::Disabled,
+                "filtered" => AutocreateMode::Filtered,
+                _ => AutocreateMode::AllTables,
+            },
+            filter: TableFilter::new(&c.list(SCHEMA_INCLUDE_LIST), &c.list(SCHEMA_EXCLUDE_LIST), &c.list(TABLE_INCLUDE_LIST), &c.list(TABLE_EXCLUDE_LIST))?,
+            snapshot_mode: match lower(SNAPSHOT_MODE).as_str() {
+                "initial_only" => SnapshotMode::InitialOnly,
+                "no_data" | "never" => SnapshotMode::NoData,
+                "always" => SnapshotMode::Always,
+                "when_needed" => SnapshotMode::WhenNeeded,
+                _ => SnapshotMode::Initial,
+            },
+            snapshot_fetch_size: c.int(SNAPSHOT_FETCH_SIZE) as usize,
+            decimal_mode: match lower(DECIMAL_HANDLING_MODE).as_str() {
+                "double" => DecimalMode::Double,
+                "string" => DecimalMode::String,
+                _ => DecimalMode::Precise,
+            },
+            time_mode: match lower(TIME_PRECISION_MODE).as_str() {
+                "adaptive_time_microseconds" => TimeMode::AdaptiveTimeMicroseconds,
+                "connect" => TimeMode::Connect,
+                _ => TimeMode::Adaptive,
+            },
+            tombstones_on_delete: c.boolean(TOMBSTONES_ON_DELETE),
+            skipped,
+            max_batch_size: c.int(MAX_BATCH_SIZE) as usize,
+            max_queue_size: c.int(MAX_QUEUE_SIZE) as usize,
+            poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
+            heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
+            status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
+        })
+    }
+
+    /// The `tokio-postgres` configuration for ordinary (non-replication) sessions.
+    pub fn pg_config(&self) -> tokio_postgres::Config {
+        let mut c = tokio_postgres::Config::new();
+        c.host(&self.hostname)
+            .port(self.port)
+            .user(&self.user)
+            .password(self.password.expose())
+            .dbname(&self.dbname)
+            .application_name("sluice-postgres")
+            .options(super::mapping::SESSION_OPTIONS)
+            .connect_timeout(std::time::Duration::from_secs(10));
+        c
+    }
+}
+
+/// Which tables are captured: Debezium's include/exclude lists of regular expressions,
+/// matched against the whole schema name or `schema.table`, case-insensitively.
+#[derive(Debug, Clone)]
+pub struct TableFilter {
+    schema_include: Vec<Regex>,
+    schema_exclude: Vec<Regex>,
+    table_include: Vec<Regex>,
+    table_exclude: Vec<Regex>,
+    /// The raw table include list, to check each entry matches a table.
+    pub table_include_raw: Vec<String>,
+}
+
+fn compile(key: &str, patterns: &[String]) -> ConnectResult<Vec<Regex>> {
+    patterns
+        .iter()
+        .map(|p| {
+            RegexBuilder::new(&format!("^(?:{p})$"))
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| ConnectError::config(key, format!("{p:?} is not a valid regular expression: {e}")))
+        })
+        .collect()
+}
+
+impl TableFilter {
+    pub fn new(schema_inc: &[String], schema_exc: &[String], table_inc: &[String], table_exc: &[String]) -> ConnectResult<Self> {
+        if !schema_inc.is_empty() && !schema_exc.is_empty() {
+            return Err(ConnectError::config(SCHEMA_EXCLUDE_LIST, "schema.include.list and schema.exclude.list cannot both be set"));
+        }
+        if !table_inc.is_empty() && !table_exc.is_empty() {
+            return Err(ConnectError::config(TABLE_EXCLUDE_LIST, "table.include.list and table.exclude.list cannot both be set"));
+        }
+        Ok(Self {
+            schema_include: compile(SCHEMA_INCLUDE_LIST, schema_inc)?,
+            schema_exclude: compile(SCHEMA_EXCLUDE_LIST, schema_exc)?,
+            table_include: compile(TABLE_INCLUDE_LIST, table_inc)?,
+            table_exclude: compile(TABLE_EXCLUDE_LIST, table_exc)?,
+            table_include_raw: table_inc.to_vec(),
+        })
+    }
+
+    pub fn includes(&self, schema: &str, table: &str) -> bool {
+        if matches!(schema, "pg_catalog" | "information_schema") || schema.starts_with("pg_toast") {
+            return false;
+        }
+        let full = format!("{schema}.{table}");
+        let any = |res: &[Regex], s: &str| res.iter().any(|r| r.is_match(s));
+        (self.schema_include.is_empty() || any(&self.schema_include, schema))
+            && !any(&self.schema_exclude, schema)
+            && (self.table_include.is_empty() || any(&self.table_include, &full))
+            && !any(&self.table_exclude, &full)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> Props {
+        let mut p: Props = [("database.hostname", "h"), ("database.user", "u"), ("database.dbname", "d"), ("topic.prefix", "p")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        p.extend(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        p
+    }
+
+    #[test]
+    fn defaults_and_rejections() {
+        let c = PostgresConfig::parse(&props(&[])).unwrap();
+        assert_eq!((c.slot_name.as_str(), c.publication_name.as_str()), ("debezium", "dbz_publication"));
+        assert_eq!(c.snapshot_mode, SnapshotMode::Initial);
+        assert!(c.tombstones_on_delete);
+        assert_eq!(c.skipped, vec!['t']);
+        let err = PostgresConfig::parse(&props(&[("plugin.name", "decoderbufs")])).unwrap_err().to_string();
+        assert!(err.contains("plugin.name") && err.contains("decoderbufs") && err.contains("pgoutput"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("column.mask.with.5.chars", "x.y.z")])).unwrap_err().to_string();
+        assert!(err.contains("column.mask.with.5.chars") && err.contains("not supported yet"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("database.sslmode", "require")])).unwrap_err().to_string();
+        assert!(err.contains("not supported yet"), "{err}");
+        assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);
+        let err = PostgresConfig::parse(&props(&[("topic.prefix", "")])).unwrap_err().to_string();
+        assert!(err.contains("topic.prefix"), "{err}");
+    }
+
+    #[test]
+    fn filters_match_whole_names() {
+        let f = TableFilter::new(&[], &[], &["public\\.a.*".into()], &[]).unwrap();
+        assert!(f.includes("public", "abc"));
+        assert!(!f.includes("public", "xabc"));
+        assert!(!f.includes("other", "abc"));
+        let f = TableFilter::new(&[], &["skip".into()], &[], &[]).unwrap();
+        assert!(f.includes("public", "t") && !f.includes("skip", "t") && !f.includes("pg_catalog", "pg_class"));
+    }
+}

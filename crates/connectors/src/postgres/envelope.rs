@@ -1,0 +1,273 @@
+//! Debezium's record shape: topic `<prefix>.<schema>.<table>`, a key struct of the primary
+//! key columns (`…Key`), and the change envelope (`…Envelope`) with `before`/`after`
+//! (`…Value`), `source` (`io.debezium.connector.postgresql.Source`), `op`, `ts_ms` and
+//! `transaction`.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
+
+use super::catalog::TableId;
+use super::decode::Datum;
+use super::mapping::{self, Modes, PgType};
+
+pub const SOURCE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Source";
+pub const CONNECTOR_NAME: &str = "postgresql";
+const SNAPSHOT_VALUES: &str = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental";
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// The `source` block schema, shared by every table.
+pub fn source_schema() -> SchemaRef {
+    let s = |schema: Schema| schema.into_ref();
+    Schema::struct_of([
+        ("version", s(Schema::string())),
+        ("connector", s(Schema::string())),
+        ("name", s(Schema::string())),
+        ("ts_ms", s(Schema::int64())),
+        (
+            "snapshot",
+            s(Schema::string()
+                .optional()
+                .named("io.debezium.data.Enum")
+                .with_version(1)
+                .with_parameter("allowed", SNAPSHOT_VALUES)
+                .with_default(Value::String("false".into()))),
+        ),
+        ("db", s(Schema::string())),
+        ("sequence", s(Schema::string().optional())),
+        ("schema", s(Schema::string())),
+        ("table", s(Schema::string())),
+        ("txId", s(Schema::int64().optional())),
+        ("lsn", s(Schema::int64().optional())),
+        ("xmin", s(Schema::int64().optional())),
+    ])
+    .named(SOURCE_SCHEMA_NAME)
+    .into_ref()
+}
+
+fn transaction_schema() -> SchemaRef {
+    Schema::struct_of([
+        ("id", Schema::string().into_ref()),
+        ("total_order", Schema::int64().into_ref()),
+        ("data_collection_order", Schema::int64().into_ref()),
+    ])
+    .named("event.block")
+    .with_version(1)
+    .optional()
+    .into_ref()
+}
+
+/// The `source` block of one event.
+pub struct SourceInfo {
+    pub ts_ms: i64,
+    /// `"true"`, `"first"`, `"last"` or `"false"`.
+    pub snapshot: &'static str,
+    pub tx_id: Option<i64>,
+    pub lsn: Option<u64>,
+    pub sequence: Option<String>,
+}
+
+/// A mapped column of a table.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: String,
+    pub ty: PgType,
+    pub optional: bool,
+}
+
+/// One input column (of a Relation message or a snapshot query) and what it maps to.
+pub struct ColumnSpec {
+    pub name: String,
+    /// `None`: not mapped; the column is left out, as Debezium does with unknown types.
+    pub ty: Option<PgType>,
+    pub not_null: bool,
+    pub pk_position: Option<usize>,
+}
+
+/// Everything needed to turn a table's tuples into records.
+pub struct TableSchema {
+    pub id: TableId,
+    pub topic: String,
+    /// Aligned with the tuple's columns; `None` for columns left out.
+    columns: Vec<Option<Column>>,
+    /// Indices into `columns` of the primary key, in key order.
+    key: Vec<usize>,
+    key_schema: Option<SchemaRef>,
+    value_schema: SchemaRef,
+    envelope_schema: SchemaRef,
+    modes: Modes,
+    db: String,
+    server: String,
+}
+
+impl TableSchema {
+    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef) -> Self {
+        let base = format!("{prefix}.{}.{}", id.schema, id.table);
+        let mut pk: Vec<(usize, usize)> = Vec::new();
+        let columns: Vec<Option<Column>> = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let ty = s.ty?;
+                if let Some(p) = s.pk_position {
+                    pk.push((p, i));
+                }
+                Some(Column { name: s.name, ty, optional: !s.not_null && s.pk_position.is_none() })
+            })
+            .collect();
+        pk.sort_unstable();
+        let key: Vec<usize> = pk.into_iter().map(|(_, i)| i).collect();
+        let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
+        let value_schema = Schema::struct_of(columns.iter().flatten().map(field)).named(format!("{base}.Value")).optional().into_ref();
+        let key_schema = (!key.is_empty()).then(|| {
+            Schema::struct_of(key.iter().map(|i| field(columns[*i].as_ref().expect("key columns are mapped"))))
+                .named(format!("{base}.Key"))
+                .into_ref()
+        });
+        let envelope_schema = Schema::struct_of([
+            ("before", value_schema.clone()),
+            ("after", value_schema.clone()),
+            ("source", source.clone()),
+            ("op", Schema::string().into_ref()),
+            ("ts_ms", Schema::int64().optional().into_ref()),
+            ("transaction", transaction_schema()),
+        ])
+        .named(format!("{base}.Envelope"))
+        .with_version(1)
+        .into_ref();
+        Self { topic: base, id, columns, key, key_schema, value_schema, envelope_schema, modes, db: db.to_owned(), server: prefix.to_owned() }
+    }
+
+    pub fn has_key(&self) -> bool {
+        self.key_schema.is_some()
+    }
+
+    /// The row struct of a tuple.
+    pub fn row(&self, datums: &[Datum]) -> ConnectResult<Value> {
+        if datums.len() != self.columns.len() {
+            return Err(ConnectError::fatal(format!(
+                "{}: tuple has {} columns, the table schema {}; restart the connector to reload it",
+                self.id,
+                datums.len(),
+                self.columns.len()
+            )));
+        }
+        let mut values = Vec::with_capacity(self.columns.len());
+        for (col, datum) in self.columns.iter().zip(datums) {
+            let Some(col) = col else { continue };
+            values.push(match datum {
+                Datum::Null => Value::Null,
+                Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
+                Datum::Text(t) => mapping::value(&col.ty, self.modes, t)
+                    .map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?,
+            });
+        }
+        Ok(Value::Struct(Struct::from_values(self.value_schema.clone(), values)))
+    }
+
+    pub fn key_of(&self, row: &Value) -> Value {
+        let (Some(schema), Some(row)) = (&self.key_schema, row.as_struct()) else { return Value::Null };
+        let values = self.key.iter().map(|i| row.get(&self.columns[*i].as_ref().expect("mapped").name).cloned().unwrap_or(Value::Null)).collect();
+        Value::Struct(Struct::from_values(schema.clone(), values))
+    }
+
+    fn source(&self, info: &SourceInfo, source_schema: &SchemaRef) -> Value {
+        Value::Struct(Struct::from_values(
+            source_schema.clone(),
+            vec![
+                Value::String(env!("CARGO_PKG_VERSION").to_owned()),
+                Value::String(CONNECTOR_NAME.to_owned()),
+                Value::String(self.server.clone()),
+                Value::Int64(info.ts_ms),
+                Value::String(info.snapshot.to_owned()),
+                Value::String(self.db.clone()),
+                info.sequence.clone().map_or(Value::Null, Value::String),
+                Value::String(self.id.schema.clone()),
+                Value::String(self.id.table.clone()),
+                info.tx_id.map_or(Value::Null, Value::Int64),
+                info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64)),
+                Value::Null,
+            ],
+        ))
+    }
+
+    /// A change record (`op` is c, u, d or r). The key comes from `after`, or `before` for
+    /// a delete.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &self,
+        op: char,
+        before: Value,
+        after: Value,
+        info: &SourceInfo,
+        source_schema: &SchemaRef,
+        partition: &SourcePartition,
+        offset: SourceOffset,
+    ) -> SourceRecord {
+        let key = self.key_of(if after.is_null() { &before } else { &after });
+        let envelope = Struct::from_values(
+            self.envelope_schema.clone(),
+            vec![before, after, self.source(info, source_schema), Value::String(op.to_string()), Value::Int64(now_ms()), Value::Null],
+        );
+        SourceRecord {
+            source_partition: partition.clone(),
+            source_offset: offset,
+            topic: self.topic.clone(),
+            key_schema: self.key_schema.clone(),
+            key,
+            value_schema: Some(self.envelope_schema.clone()),
+            value: Value::Struct(envelope),
+            ..SourceRecord::default()
+        }
+    }
+
+    /// The tombstone that follows a delete: same key, null value.
+    pub fn tombstone(&self, delete: &SourceRecord) -> SourceRecord {
+        SourceRecord { value_schema: None, value: Value::Null, ..delete.clone() }
+    }
+
+    /// A truncate event: no key, no before/after.
+    pub fn truncate(&self, info: &SourceInfo, source_schema: &SchemaRef, partition: &SourcePartition, offset: SourceOffset) -> SourceRecord {
+        let mut r = self.record('t', Value::Null, Value::Null, info, source_schema, partition, offset);
+        r.key = Value::Null;
+        r.key_schema = None;
+        r
+    }
+}
+
+pub type SharedTable = Arc<TableSchema>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::postgres::config::{DecimalMode, TimeMode};
+
+    #[test]
+    fn names_and_key_follow_debezium() {
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let specs = vec![
+            ColumnSpec { name: "name".into(), ty: Some(PgType::Text), not_null: false, pk_position: None },
+            ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
+            ColumnSpec { name: "weird".into(), ty: None, not_null: false, pk_position: None },
+        ];
+        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        assert_eq!(t.topic, "srv.public.t");
+        let row = t.row(&[Datum::Text("x".into()), Datum::Text("5".into()), Datum::Text("?".into())]).unwrap();
+        let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: Some(9), lsn: Some(10), sequence: None };
+        let r = t.record('c', Value::Null, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
+        assert_eq!(r.key_schema.as_ref().unwrap().name.as_deref(), Some("srv.public.t.Key"));
+        assert_eq!(r.key.as_struct().unwrap().get("id"), Some(&Value::Int32(5)));
+        let env = r.value.as_struct().unwrap();
+        assert_eq!(env.schema().name.as_deref(), Some("srv.public.t.Envelope"));
+        assert_eq!(env.get("op"), Some(&Value::String("c".into())));
+        let after = env.get("after").unwrap().as_struct().unwrap();
+        assert_eq!(after.schema().fields.len(), 2, "unmapped column left out");
+        let source = env.get("source").unwrap().as_struct().unwrap();
+        assert_eq!(source.get("connector"), Some(&Value::String("postgresql".into())));
+        assert_eq!(source.get("txId"), Some(&Value::Int64(9)));
+    }
+}

@@ -1,0 +1,536 @@
+//! How a Postgres column type becomes a Connect schema and how its text form (pgoutput
+//! text tuples and snapshot rows, both read with the same session settings) becomes a
+//! Connect value, following Debezium's type tables for each handling mode.
+//!
+//! Session settings every reader pins (see [`SESSION_OPTIONS`]): ISO dates, UTC time zone,
+//! hex bytea and full float precision, so the text form is unambiguous.
+
+use sluice_api::{Schema, Value};
+
+use super::config::{DecimalMode, TimeMode};
+
+/// The `options` startup parameter of every connection the connector opens.
+pub const SESSION_OPTIONS: &str = "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=3";
+
+/// Debezium's placeholder for an unchanged TOASTed value that pgoutput did not send.
+pub const UNAVAILABLE_VALUE: &str = "__debezium_unavailable_value";
+
+pub mod names {
+    pub const DATE: &str = "io.debezium.time.Date";
+    pub const TIME: &str = "io.debezium.time.Time";
+    pub const MICRO_TIME: &str = "io.debezium.time.MicroTime";
+    pub const TIMESTAMP: &str = "io.debezium.time.Timestamp";
+    pub const MICRO_TIMESTAMP: &str = "io.debezium.time.MicroTimestamp";
+    pub const ZONED_TIMESTAMP: &str = "io.debezium.time.ZonedTimestamp";
+    pub const ZONED_TIME: &str = "io.debezium.time.ZonedTime";
+    pub const UUID: &str = "io.debezium.data.Uuid";
+    pub const JSON: &str = "io.debezium.data.Json";
+    pub const XML: &str = "io.debezium.data.Xml";
+    pub const ENUM: &str = "io.debezium.data.Enum";
+    pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+}
+
+/// The Postgres column types this connector maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PgType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    /// `scale`/`precision` are `None` for an unconstrained `numeric`.
+    Numeric { precision: Option<i32>, scale: Option<i32> },
+    /// text, varchar, bpchar, name, inet, cidr, macaddr: strings without a semantic name.
+    Text,
+    Bytea,
+    Uuid,
+    Json,
+    Xml,
+    Date,
+    /// Fractional second digits (6 when unspecified).
+    Time { precision: i32 },
+    TimeTz,
+    Timestamp { precision: i32 },
+    TimestampTz,
+    /// Comma-separated labels, as Debezium's `allowed` parameter.
+    Enum { labels: String },
+    Array(Box<PgType>),
+}
+
+/// The built-in type with this oid and modifier; `None` for types needing a catalog look-up
+/// (enums, domains, arrays of those) or not mapped at all.
+pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
+    let precision = |m: i32| if m < 0 { 6 } else { m.min(6) };
+    Some(match oid {
+        16 => PgType::Bool,
+        17 => PgType::Bytea,
+        19 | 25 | 1042 | 1043 | 650 | 869 | 829 | 774 => PgType::Text,
+        20 => PgType::Int8,
+        21 => PgType::Int2,
+        23 => PgType::Int4,
+        114 | 3802 => PgType::Json,
+        142 => PgType::Xml,
+        700 => PgType::Float4,
+        701 => PgType::Float8,
+        1082 => PgType::Date,
+        1083 => PgType::Time { precision: precision(typmod) },
+        1266 => PgType::TimeTz,
+        1114 => PgType::Timestamp { precision: precision(typmod) },
+        1184 => PgType::TimestampTz,
+        1700 => {
+            if typmod < 4 {
+                PgType::Numeric { precision: None, scale: None }
+            } else {
+                let m = typmod - 4;
+                PgType::Numeric { precision: Some((m >> 16) & 0xffff), scale: Some(m & 0xffff) }
+            }
+        }
+        2950 => PgType::Uuid,
+        _ => {
+            let element = match oid {
+                1000 => 16,
+                1001 => 17,
+                1005 => 21,
+                1007 => 23,
+                1009 => 25,
+                1014 => 1042,
+                1015 => 1043,
+                1016 => 20,
+                1021 => 700,
+                1022 => 701,
+                1182 => 1082,
+                1183 => 1083,
+                1115 => 1114,
+                1185 => 1184,
+                1231 => 1700,
+                2951 => 2950,
+                199 => 114,
+                3807 => 3802,
+                _ => return None,
+            };
+            // Array modifiers are those of the element.
+            return builtin(element, typmod).map(|e| PgType::Array(Box::new(e)));
+        }
+    })
+}
+
+/// The handling modes that shape schemas and values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modes {
+    pub decimal: DecimalMode,
+    pub time: TimeMode,
+}
+
+/// The Connect schema of a column of type `ty`.
+pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
+    let s = match ty {
+        PgType::Bool => Schema::boolean(),
+        PgType::Int2 => Schema::int16(),
+        PgType::Int4 => Schema::int32(),
+        PgType::Int8 => Schema::int64(),
+        PgType::Float4 => Schema::float32(),
+        PgType::Float8 => Schema::float64(),
+        PgType::Numeric { precision, scale } => match modes.decimal {
+            DecimalMode::Double => Schema::float64(),
+            DecimalMode::String => Schema::string(),
+            DecimalMode::Precise => match (precision, scale) {
+                (Some(p), Some(s)) => Schema::decimal(*s).with_parameter("connect.decimal.precision", p.to_string()),
+                _ => Schema::struct_of([("scale", Schema::int32().into_ref()), ("value", Schema::bytes().into_ref())])
+                    .named(names::VARIABLE_SCALE_DECIMAL)
+                    .with_version(1)
+                    .with_doc("Variable scaled decimal"),
+            },
+        },
+        PgType::Text => Schema::string(),
+        PgType::Bytea => Schema::bytes(),
+        PgType::Uuid => Schema::string().named(names::UUID).with_version(1),
+        PgType::Json => Schema::string().named(names::JSON).with_version(1),
+        PgType::Xml => Schema::string().named(names::XML).with_version(1),
+        PgType::Date => match modes.time {
+            TimeMode::Connect => Schema::date(),
+            _ => Schema::int32().named(names::DATE).with_version(1),
+        },
+        PgType::Time { precision } => match modes.time {
+            TimeMode::Connect => Schema::time(),
+            TimeMode::Adaptive if *precision <= 3 => Schema::int32().named(names::TIME).with_version(1),
+            _ => Schema::int64().named(names::MICRO_TIME).with_version(1),
+        },
+        PgType::TimeTz => Schema::string().named(names::ZONED_TIME).with_version(1),
+        PgType::Timestamp { precision } => match modes.time {
+            TimeMode::Connect => Schema::timestamp(),
+            _ if *precision <= 3 => Schema::int64().named(names::TIMESTAMP).with_version(1),
+            _ => Schema::int64().named(names::MICRO_TIMESTAMP).with_version(1),
+        },
+        PgType::TimestampTz => Schema::string().named(names::ZONED_TIMESTAMP).with_version(1),
+        PgType::Enum { labels } => Schema::string().named(names::ENUM).with_version(1).with_parameter("allowed", labels.clone()),
+        PgType::Array(element) => Schema::array(schema(element, modes, true).into_ref()),
+    };
+    if optional {
+        s.optional()
+    } else {
+        s
+    }
+}
+
+/// The value standing for an unchanged TOASTed column (only variable-length types are
+/// TOASTed); `Null` where Debezium has no placeholder for the type.
+pub fn unavailable(ty: &PgType, modes: Modes) -> Value {
+    match ty {
+        PgType::Text | PgType::Json | PgType::Xml | PgType::Enum { .. } => Value::String(UNAVAILABLE_VALUE.to_owned()),
+        PgType::Numeric { .. } if modes.decimal == DecimalMode::String => Value::String(UNAVAILABLE_VALUE.to_owned()),
+        PgType::Bytea => Value::Bytes(UNAVAILABLE_VALUE.as_bytes().to_vec()),
+        PgType::Array(e) if matches!(**e, PgType::Text | PgType::Json | PgType::Enum { .. }) => {
+            Value::Array(vec![Value::String(UNAVAILABLE_VALUE.to_owned())])
+        }
+        _ => Value::Null,
+    }
+}
+
+/// Converts the text form of a non-null value of type `ty`.
+pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
+    let bad = |what: &str| format!("cannot read {text:?} as {what}");
+    Ok(match ty {
+        PgType::Bool => match text {
+            "t" | "true" => Value::Boolean(true),
+            "f" | "false" => Value::Boolean(false),
+            _ => return Err(bad("boolean")),
+        },
+        PgType::Int2 => Value::Int16(text.parse().map_err(|_| bad("int2"))?),
+        PgType::Int4 => Value::Int32(text.parse().map_err(|_| bad("int4"))?),
+        PgType::Int8 => Value::Int64(text.parse().map_err(|_| bad("int8"))?),
+        PgType::Float4 => Value::Float32(parse_float(text).ok_or_else(|| bad("float4"))? as f32),
+        PgType::Float8 => Value::Float64(parse_float(text).ok_or_else(|| bad("float8"))?),
+        PgType::Numeric { scale, .. } => match modes.decimal {
+            DecimalMode::String => Value::String(text.to_owned()),
+            DecimalMode::Double => Value::Float64(parse_float(text).ok_or_else(|| bad("numeric"))?),
+            DecimalMode::Precise => {
+                if text == "NaN" || text.ends_with("Infinity") {
+                    return Err(format!("numeric {text} has no exact decimal form; use decimal.handling.mode=double or string"));
+                }
+                match scale {
+                    Some(s) => Value::Bytes(unscaled_bytes(text, *s).ok_or_else(|| bad("numeric"))?),
+                    None => {
+                        let s = text.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+                        let bytes = unscaled_bytes(text, s).ok_or_else(|| bad("numeric"))?;
+                        let schema = schema(ty, modes, false).into_ref();
+                        Value::Struct(sluice_api::Struct::from_values(schema, vec![Value::Int32(s), Value::Bytes(bytes)]))
+                    }
+                }
+            }
+        },
+        PgType::Text | PgType::Uuid | PgType::Json | PgType::Xml | PgType::Enum { .. } => Value::String(text.to_owned()),
+        PgType::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(|| bad("bytea"))?),
+        PgType::Date => {
+            let days = parse_date(text).ok_or_else(|| bad("date"))?;
+            Value::Int32(i32::try_from(days).map_err(|_| bad("date"))?)
+        }
+        PgType::Time { precision } => {
+            let micros = parse_time(text).ok_or_else(|| bad("time"))?;
+            match modes.time {
+                TimeMode::Connect => Value::Int32((micros / 1000) as i32),
+                TimeMode::Adaptive if *precision <= 3 => Value::Int32((micros / 1000) as i32),
+                _ => Value::Int64(micros),
+            }
+        }
+        PgType::TimeTz => {
+            let (time, offset) = split_offset(text).ok_or_else(|| bad("timetz"))?;
+            let micros = parse_time(time).ok_or_else(|| bad("timetz"))? - offset * 1_000_000;
+            Value::String(format_time(micros.rem_euclid(86_400_000_000)) + "Z")
+        }
+        PgType::Timestamp { precision } => {
+            let micros = parse_timestamp(text).ok_or_else(|| bad("timestamp"))?;
+            match modes.time {
+                TimeMode::Connect => Value::Int64(micros.div_euclid(1000)),
+                _ if *precision <= 3 => Value::Int64(micros.div_euclid(1000)),
+                _ => Value::Int64(micros),
+            }
+        }
+        PgType::TimestampTz => {
+            let (ts, offset) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
+            let micros = parse_timestamp(ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
+            Value::String(format_timestamp_utc(micros))
+        }
+        PgType::Array(element) => {
+            let items = parse_array(text).ok_or_else(|| bad("a one-dimensional array"))?;
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(match item {
+                    None => Value::Null,
+                    Some(s) => value(element, modes, &s)?,
+                });
+            }
+            Value::Array(out)
+        }
+    })
+}
+
+fn parse_float(text: &str) -> Option<f64> {
+    match text {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => text.parse().ok(),
+    }
+}
+
+/// The big-endian two's-complement bytes of `text * 10^scale` (Java's
+/// `BigInteger.toByteArray`), as Connect's Decimal carries them.
+pub fn unscaled_bytes(text: &str, scale: i32) -> Option<Vec<u8>> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let scale = usize::try_from(scale).ok()?;
+    if frac.len() > scale && frac[scale..].bytes().any(|b| b != b'0') {
+        return None;
+    }
+    let mut all = String::with_capacity(int.len() + scale);
+    all.push_str(int);
+    all.push_str(&frac[..frac.len().min(scale)]);
+    all.extend(std::iter::repeat_n('0', scale.saturating_sub(frac.len())));
+    if all.is_empty() || !all.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Magnitude, big-endian, by repeated multiply-and-add.
+    let mut mag: Vec<u8> = vec![0];
+    for d in all.bytes().map(|b| b - b'0') {
+        let mut carry = u32::from(d);
+        for byte in mag.iter_mut().rev() {
+            let v = u32::from(*byte) * 10 + carry;
+            *byte = (v & 0xff) as u8;
+            carry = v >> 8;
+        }
+        while carry > 0 {
+            mag.insert(0, (carry & 0xff) as u8);
+            carry >>= 8;
+        }
+    }
+    let is_zero = mag.iter().all(|b| *b == 0);
+    let mut out = mag;
+    out.insert(0, 0); // room for the sign bit
+    if negative && !is_zero {
+        for b in out.iter_mut() {
+            *b = !*b;
+        }
+        for b in out.iter_mut().rev() {
+            let (v, overflow) = b.overflowing_add(1);
+            *b = v;
+            if !overflow {
+                break;
+            }
+        }
+        while out.len() > 1 && out[0] == 0xff && out[1] & 0x80 != 0 {
+            out.remove(0);
+        }
+    } else {
+        while out.len() > 1 && out[0] == 0 && out[1] & 0x80 == 0 {
+            out.remove(0);
+        }
+    }
+    Some(out)
+}
+
+fn parse_bytea(text: &str) -> Option<Vec<u8>> {
+    let hex = text.strip_prefix("\\x")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `YYYY-MM-DD[ BC]` as days since the epoch.
+fn parse_date(text: &str) -> Option<i64> {
+    let (text, bc) = match text.strip_suffix(" BC") {
+        Some(t) => (t, true),
+        None => (text, false),
+    };
+    let mut parts = text.splitn(3, '-');
+    let y: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let d: i64 = parts.next()?.parse().ok()?;
+    let y = if bc { 1 - y } else { y };
+    Some(days_from_civil(y, m, d))
+}
+
+/// `HH:MM:SS[.ffffff]` as microseconds since midnight.
+fn parse_time(text: &str) -> Option<i64> {
+    let (hms, frac) = text.split_once('.').unwrap_or((text, ""));
+    let mut parts = hms.splitn(3, ':');
+    let h: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let s: i64 = parts.next()?.parse().ok()?;
+    if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let micros: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<6}").parse().ok()? };
+    Some(((h * 60 + m) * 60 + s) * 1_000_000 + micros)
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff][ BC]` as microseconds since the epoch.
+fn parse_timestamp(text: &str) -> Option<i64> {
+    let (text, bc) = match text.strip_suffix(" BC") {
+        Some(t) => (t, true),
+        None => (text, false),
+    };
+    let (date, time) = text.split_once(' ')?;
+    let days = parse_date(&if bc { format!("{date} BC") } else { date.to_owned() })?;
+    Some(days * 86_400_000_000 + parse_time(time)?)
+}
+
+/// Splits a trailing `+HH[:MM[:SS]]` / `-HH…` offset off; returns it in seconds.
+fn split_offset(text: &str) -> Option<(&str, i64)> {
+    let (text, bc) = match text.strip_suffix(" BC") {
+        Some(t) => (t, " BC"),
+        None => (text, ""),
+    };
+    let _ = bc; // BC timestamps with a zone are not expected in UTC sessions
+    let pos = text.rfind(['+', '-'])?;
+    let (value, offset) = text.split_at(pos);
+    if value.len() < 8 {
+        return None;
+    }
+    let sign = if offset.starts_with('-') { -1 } else { 1 };
+    let mut secs = 0;
+    for (i, part) in offset[1..].split(':').enumerate() {
+        let n: i64 = part.parse().ok()?;
+        secs += n * [3600, 60, 1].get(i)?;
+    }
+    Some((value, sign * secs))
+}
+
+fn format_fraction(micros: i64) -> String {
+    if micros == 0 {
+        return String::new();
+    }
+    let s = format!(".{micros:06}");
+    s.trim_end_matches('0').to_owned()
+}
+
+fn format_time(micros: i64) -> String {
+    let secs = micros / 1_000_000;
+    format!("{:02}:{:02}:{:02}{}", secs / 3600, secs / 60 % 60, secs % 60, format_fraction(micros % 1_000_000))
+}
+
+/// An instant as ISO-8601 in UTC with `Z`, trailing zero fraction digits dropped (Java's
+/// `ISO_OFFSET_DATE_TIME`, as Debezium's ZonedTimestamp prints it).
+fn format_timestamp_utc(micros: i64) -> String {
+    let days = micros.div_euclid(86_400_000_000);
+    let in_day = micros.rem_euclid(86_400_000_000);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{}Z", format_time(in_day))
+}
+
+/// A one-dimensional array literal (`{a,"b c",NULL}`) as its elements.
+fn parse_array(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    if inner.is_empty() {
+        return Some(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        match chars.peek() {
+            Some('"') => {
+                chars.next();
+                let mut s = String::new();
+                loop {
+                    match chars.next()? {
+                        '\\' => s.push(chars.next()?),
+                        '"' => break,
+                        c => s.push(c),
+                    }
+                }
+                out.push(Some(s));
+            }
+            Some('{') => return None,
+            _ => {
+                let mut s = String::new();
+                while let Some(c) = chars.peek() {
+                    if *c == ',' {
+                        break;
+                    }
+                    s.push(*c);
+                    chars.next();
+                }
+                out.push(if s == "NULL" { None } else { Some(s) });
+            }
+        }
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: Modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+
+    #[test]
+    fn decimals_are_javas_two_complement() {
+        assert_eq!(unscaled_bytes("0.00", 2).unwrap(), vec![0]);
+        assert_eq!(unscaled_bytes("1.27", 2).unwrap(), vec![0x7f]);
+        assert_eq!(unscaled_bytes("1.28", 2).unwrap(), vec![0x00, 0x80]);
+        assert_eq!(unscaled_bytes("-1.28", 2).unwrap(), vec![0x80]);
+        assert_eq!(unscaled_bytes("-1.29", 2).unwrap(), vec![0xff, 0x7f]);
+        assert_eq!(unscaled_bytes("-1", 0).unwrap(), vec![0xff]);
+        assert_eq!(unscaled_bytes("65536", 0).unwrap(), vec![0x01, 0x00, 0x00]);
+        assert_eq!(unscaled_bytes("1.5", 3).unwrap(), vec![0x05, 0xdc]);
+        assert!(unscaled_bytes("1.25", 1).is_none());
+    }
+
+    #[test]
+    fn times_and_dates() {
+        assert_eq!(value(&PgType::Date, M, "1970-01-02").unwrap(), Value::Int32(1));
+        assert_eq!(value(&PgType::Date, M, "1969-12-31").unwrap(), Value::Int32(-1));
+        assert_eq!(value(&PgType::Time { precision: 6 }, M, "01:00:00.5").unwrap(), Value::Int64(3_600_500_000));
+        assert_eq!(value(&PgType::Time { precision: 3 }, M, "00:00:01.5").unwrap(), Value::Int32(1500));
+        assert_eq!(value(&PgType::Timestamp { precision: 6 }, M, "1970-01-01 00:00:01.000002").unwrap(), Value::Int64(1_000_002));
+        assert_eq!(
+            value(&PgType::TimestampTz, M, "2024-02-29 23:30:00.120+00").unwrap(),
+            Value::String("2024-02-29T23:30:00.12Z".into())
+        );
+        assert_eq!(value(&PgType::TimestampTz, M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
+        assert_eq!(value(&PgType::TimeTz, M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
+    }
+
+    #[test]
+    fn arrays_and_builtins() {
+        let ty = builtin(1009, -1).unwrap();
+        assert_eq!(
+            value(&ty, M, r#"{a,"b c",NULL,"q\"x"}"#).unwrap(),
+            Value::Array(vec!["a".into(), "b c".into(), Value::Null, "q\"x".into()])
+        );
+        assert_eq!(builtin(1700, (10 << 16) + 2 + 4), Some(PgType::Numeric { precision: Some(10), scale: Some(2) }));
+        assert_eq!(value(&PgType::Bytea, M, "\\x00ff").unwrap(), Value::Bytes(vec![0, 255]));
+        assert!(value(&builtin(1007, -1).unwrap(), M, "{{1},{2}}").is_err());
+    }
+}

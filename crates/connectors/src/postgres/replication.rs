@@ -1,0 +1,305 @@
+//! The logical replication stream: one `pgwire-replication` session reading the slot with
+//! pgoutput v1, decoded into change records.
+//!
+//! ```text
+//!  Postgres walsender ──CopyData──▶ reader task (pgwire-replication)
+//!        ▲                              │ bounded channel (max.queue.size events);
+//!        │ standby status:              │ while it is full the reader keeps sending
+//!        │ flush = confirmed LSN        │ status updates, so wal_sender_timeout never
+//!        │                              ▼ fires under backpressure
+//!  Stream::update_confirmed ◀── task.commit ◀── runtime (offsets durable)
+//!                                   Stream::poll_batch ──▶ records ──▶ runtime
+//! ```
+//!
+//! Only the confirmed LSN (from offsets the runtime made durable) is ever reported as
+//! flushed; what was merely received is never acknowledged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pgwire_replication::{Lsn, PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent, TlsConfig};
+use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourcePartition, SourceRecord, Struct, Value};
+use tokio_postgres::Client;
+
+use super::catalog::{self, TableId, TypeResolver};
+use super::config::PostgresConfig;
+use super::decode::{self, Message, OldTuple, Relation};
+use super::envelope::{now_ms, ColumnSpec, SharedTable, SourceInfo, TableSchema};
+use super::mapping::{Modes, SESSION_OPTIONS};
+use super::offset::{change_offset, heartbeat_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+
+/// The replication session settings shared by the export session and the stream.
+pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ReplicationConfig {
+    ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
+        .with_port(cfg.port)
+        .with_tls(TlsConfig::disabled())
+        .with_start_lsn(start)
+        .with_ack_lsn(ack)
+        .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
+        .with_wakeup_interval(Duration::from_millis(cfg.status_update_interval_ms))
+        .with_buffer_size(cfg.max_queue_size)
+        .with_options(SESSION_OPTIONS)
+        .with_application_name("sluice-postgres")
+}
+
+/// Classifies a replication session error.
+pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
+    let text = e.to_string();
+    if text.contains("replication slot") && text.contains("does not exist") {
+        ConnectError::fatal_from(
+            format!(
+                "replication slot {:?} no longer exists (was it dropped?); the changes after the last committed offset cannot be read any more. \
+                 To recover: delete this connector's offsets and restart it so that it creates the slot and takes a new snapshot \
+                 (snapshot.mode=initial or when_needed)",
+                cfg.slot_name
+            ),
+            e,
+        )
+    } else if text.contains("password authentication failed") || text.contains("does not exist") || text.contains("publication") {
+        ConnectError::fatal_from(format!("replication session rejected: {text}"), e)
+    } else {
+        ConnectError::retriable_from(format!("replication stream from {}:{} interrupted: {text}", cfg.hostname, cfg.port), e)
+    }
+}
+
+/// Creates the slot on a replication session with an exported snapshot. The snapshot
+/// stays valid while the returned session is kept idle; drop it once the snapshot
+/// transaction has started reading... or ended.
+pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(ReplicationClient, Lsn, String)> {
+    let mut client = ReplicationClient::connect_gated(replication_config(cfg, Lsn(0), Lsn(0))).await.map_err(|e| stream_error(cfg, e))?;
+    let rows = client
+        .simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name))
+        .await
+        .map_err(|e| ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e))?;
+    let row = rows.into_iter().next().ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no row"))?;
+    let text = |i: usize| row.get(i).and_then(|v| v.as_ref()).map(|b| String::from_utf8_lossy(b).into_owned());
+    let lsn = text(1).and_then(|s| Lsn::parse(&s).ok()).ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no consistent point"))?;
+    let snapshot = text(2).ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT exported no snapshot"))?;
+    tracing::info!(slot = %cfg.slot_name, %lsn, %snapshot, "created replication slot with exported snapshot");
+    Ok((client, lsn, snapshot))
+}
+
+struct Txn {
+    xid: u32,
+    commit_lsn: Lsn,
+    ts_usec: i64,
+    /// Changes seen so far in this transaction (all of them, filtered or not).
+    seq: u64,
+}
+
+/// Where the records handed out so far end: the next session starts here.
+#[derive(Debug, Clone, Copy)]
+pub struct Handed {
+    pub resume: Lsn,
+    pub skip: Option<Skip>,
+}
+
+pub struct StreamContext<'a> {
+    pub cfg: &'a PostgresConfig,
+    pub catalog: &'a Client,
+    pub resolver: &'a mut TypeResolver,
+    pub modes: Modes,
+    pub source_schema: &'a SchemaRef,
+    pub partition: &'a SourcePartition,
+}
+
+pub struct Stream {
+    client: ReplicationClient,
+    relations: HashMap<u32, Option<SharedTable>>,
+    txn: Option<Txn>,
+    skip: Option<Skip>,
+    last_commit_lsn: Lsn,
+    last_heartbeat: Instant,
+    heartbeat_lsn: Lsn,
+}
+
+impl Stream {
+    /// Opens the stream at `handed.resume`, reporting `confirmed` as flushed.
+    pub async fn open(cfg: &PostgresConfig, handed: Handed, confirmed: Lsn) -> ConnectResult<Self> {
+        let rc = replication_config(cfg, handed.resume, confirmed);
+        let mut client = ReplicationClient::connect(rc).await.map_err(|e| stream_error(cfg, e))?;
+        client.wait_started().await.map_err(|e| stream_error(cfg, e))?;
+        tracing::info!(slot = %cfg.slot_name, start = %handed.resume, %confirmed, "replication stream started");
+        Ok(Self {
+            client,
+            relations: HashMap::new(),
+            txn: None,
+            skip: handed.skip,
+            last_commit_lsn: handed.resume,
+            last_heartbeat: Instant::now(),
+            heartbeat_lsn: handed.resume,
+        })
+    }
+
+    /// Reports `lsn` as flushed with the next standby status update.
+    pub fn confirm(&self, lsn: Lsn) {
+        self.client.update_applied_lsn(lsn);
+    }
+
+    pub async fn close(mut self) {
+        if let Err(e) = tokio::time::timeout(Duration::from_secs(5), self.client.shutdown()).await.unwrap_or(Ok(())) {
+            tracing::debug!(error = %e, "replication stream closed with an error");
+        }
+    }
+
+    /// Reads events until `max` records are ready or `deadline` passes. `handed` is moved
+    /// past every record returned.
+    pub async fn poll_batch(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Vec<SourceRecord>> {
+        let mut out = Vec::new();
+        while out.len() < max {
+            let event = match tokio::time::timeout_at(deadline, self.client.recv()).await {
+                Err(_) => break,
+                Ok(Ok(Some(ev))) => ev,
+                Ok(Ok(None)) => return Err(ConnectError::retriable("replication stream ended")),
+                Ok(Err(e)) => return Err(stream_error(ctx.cfg, e)),
+            };
+            match event {
+                ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
+                    self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec: commit_time_micros + PG_EPOCH_OFFSET_MICROS, seq: 0 });
+                }
+                ReplicationEvent::Commit { lsn, .. } => {
+                    self.last_commit_lsn = lsn;
+                    self.txn = None;
+                    if self.skip.is_some_and(|s| s.commit_lsn <= lsn) {
+                        self.skip = None;
+                    }
+                }
+                ReplicationEvent::XLogData { wal_start, data, .. } => {
+                    let msg = decode::decode(&data).map_err(|e| ConnectError::fatal_from("decoding the replication stream", e))?;
+                    self.apply(ctx, msg, wal_start, &mut out, handed).await?;
+                }
+                ReplicationEvent::KeepAlive { wal_end, .. } => {
+                    let hb = ctx.cfg.heartbeat_interval_ms;
+                    if hb > 0 && self.txn.is_none() && wal_end > self.heartbeat_lsn && self.last_heartbeat.elapsed() >= Duration::from_millis(hb) {
+                        self.heartbeat_lsn = wal_end;
+                        self.last_heartbeat = Instant::now();
+                        *handed = Handed { resume: wal_end, skip: None };
+                        out.push(heartbeat(ctx, wal_end));
+                    }
+                }
+                ReplicationEvent::Message { .. } | ReplicationEvent::StoppedAt { .. } => {}
+            }
+        }
+        Ok(out)
+    }
+
+    async fn relation(&mut self, ctx: &mut StreamContext<'_>, rel: Relation) -> ConnectResult<()> {
+        if !ctx.cfg.filter.includes(&rel.namespace, &rel.name) {
+            self.relations.insert(rel.oid, None);
+            return Ok(());
+        }
+        let id = TableId { schema: rel.namespace.clone(), table: rel.name.clone() };
+        let meta = catalog::columns(ctx.catalog, &id).await?;
+        let mut specs = Vec::with_capacity(rel.columns.len());
+        for c in &rel.columns {
+            let m = meta.iter().find(|m| m.name == c.name);
+            let ty = ctx.resolver.resolve(ctx.catalog, c.type_oid, c.type_modifier).await?;
+            specs.push(ColumnSpec { name: c.name.clone(), ty, not_null: m.is_some_and(|m| m.not_null), pk_position: m.and_then(|m| m.pk_position) });
+        }
+        let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema);
+        tracing::debug!(table = %table.id, oid = rel.oid, "relation (re)described");
+        self.relations.insert(rel.oid, Some(Arc::new(table)));
+        Ok(())
+    }
+
+    fn table(&self, oid: u32) -> ConnectResult<Option<SharedTable>> {
+        self.relations
+            .get(&oid)
+            .cloned()
+            .ok_or_else(|| ConnectError::fatal(format!("change for relation {oid} before its Relation message")))
+    }
+
+    async fn apply(&mut self, ctx: &mut StreamContext<'_>, msg: Message, lsn: Lsn, out: &mut Vec<SourceRecord>, handed: &mut Handed) -> ConnectResult<()> {
+        if let Message::Relation(rel) = msg {
+            return self.relation(ctx, rel).await;
+        }
+        if !msg.is_change() {
+            return Ok(());
+        }
+        let txn = self.txn.as_mut().ok_or_else(|| ConnectError::fatal("row change outside a transaction in the replication stream"))?;
+        txn.seq += 1;
+        let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
+        if self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq) {
+            return Ok(());
+        }
+        let info = SourceInfo {
+            ts_ms: ts_usec.div_euclid(1000),
+            snapshot: "false",
+            tx_id: Some(i64::from(xid)),
+            lsn: Some(lsn.0),
+            sequence: Some(format!("[\"{}\",\"{}\"]", self.last_commit_lsn.0, lsn.0)),
+        };
+        let offset = || change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, seq);
+        let skipped = |op: char| ctx.cfg.skipped.contains(&op);
+        match msg {
+            Message::Insert { relation, new } => {
+                let Some(t) = self.table(relation)? else { return Ok(()) };
+                if !skipped('c') {
+                    out.push(t.record('c', Value::Null, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
+                }
+            }
+            Message::Update { relation, old, new } => {
+                let Some(t) = self.table(relation)? else { return Ok(()) };
+                let after = t.row(&new)?;
+                let before = match &old {
+                    Some(o) => t.row(o.datums())?,
+                    None => Value::Null,
+                };
+                let key_changed = t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && t.key_of(&before) != t.key_of(&after);
+                if key_changed {
+                    // A primary key change is a delete of the old key and a create of the new one.
+                    if !skipped('d') {
+                        let d = t.record('d', before, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                        let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
+                        out.push(d);
+                        out.extend(tomb);
+                    }
+                    if !skipped('c') {
+                        out.push(t.record('c', Value::Null, after, &info, ctx.source_schema, ctx.partition, offset()));
+                    }
+                } else if !skipped('u') {
+                    out.push(t.record('u', before, after, &info, ctx.source_schema, ctx.partition, offset()));
+                }
+            }
+            Message::Delete { relation, old } => {
+                let Some(t) = self.table(relation)? else { return Ok(()) };
+                if !skipped('d') {
+                    let d = t.record('d', t.row(old.datums())?, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                    let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
+                    out.push(d);
+                    out.extend(tomb);
+                }
+            }
+            Message::Truncate { relations, .. } if !skipped('t') => {
+                for oid in relations {
+                    if let Some(t) = self.table(oid)? {
+                        out.push(t.truncate(&info, ctx.source_schema, ctx.partition, offset()));
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Even a change that produced no record is processed: a reconnect skips it too.
+        *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };
+        Ok(())
+    }
+}
+
+/// Debezium's heartbeat record: topic `__debezium-heartbeat.<prefix>`, key
+/// `{serverName}`, value `{ts_ms}`.
+fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
+    let key_schema = Schema::struct_of([("serverName", Schema::string().into_ref())]).named("io.debezium.connector.common.ServerNameKey").into_ref();
+    let value_schema = Schema::struct_of([("ts_ms", Schema::int64().into_ref())]).named("io.debezium.connector.common.Heartbeat").into_ref();
+    let ts = now_ms();
+    SourceRecord {
+        source_partition: ctx.partition.clone(),
+        source_offset: heartbeat_offset(lsn, ts * 1000),
+        topic: format!("__debezium-heartbeat.{}", ctx.cfg.topic_prefix),
+        key: Value::Struct(Struct::from_values(key_schema.clone(), vec![Value::String(ctx.cfg.topic_prefix.clone())])),
+        key_schema: Some(key_schema),
+        value: Value::Struct(Struct::from_values(value_schema.clone(), vec![Value::Int64(ts)])),
+        value_schema: Some(value_schema),
+        ..SourceRecord::default()
+    }
+}

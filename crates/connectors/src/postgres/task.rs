@@ -1,0 +1,279 @@
+//! The source task: decides at start whether to snapshot and where to stream from, then
+//! hands out snapshot records followed by streamed changes; `commit` confirms the LSN of
+//! what the runtime made durable.
+//!
+//! ```text
+//! start: offsets + slot ──▶ plan ─┬─ snapshot (exported by a new slot, or a fresh one) ─▶ stream
+//!                                 └─ stream from the stored position (fails loudly when
+//!                                    the slot has moved past it)
+//! ```
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pgwire_replication::{Lsn, ReplicationClient};
+use sluice_api::{ConnectError, ConnectResult, SchemaRef, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext};
+use tokio_postgres::Client;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::{self, TypeResolver};
+use super::config::{PostgresConfig, SnapshotMode};
+use super::envelope::source_schema;
+use super::mapping::Modes;
+use super::offset::{self, Confirmed, SnapshotState, StoredOffset};
+use super::replication::{self, Handed, Stream, StreamContext};
+use super::snapshot::{SnapshotReader, SnapshotSettings};
+
+enum Phase {
+    Snapshot {
+        reader: Box<SnapshotReader>,
+        /// Holds the exported snapshot alive while it is read.
+        _export_session: Option<ReplicationClient>,
+        then_stream: bool,
+    },
+    Streaming,
+    Done,
+}
+
+struct Running {
+    cfg: PostgresConfig,
+    catalog: Client,
+    resolver: TypeResolver,
+    modes: Modes,
+    source_schema: SchemaRef,
+    partition: SourcePartition,
+    phase: Phase,
+    stream: Option<Stream>,
+    confirmed: Confirmed,
+    handed: Handed,
+    shutdown: CancellationToken,
+}
+
+#[derive(Default)]
+pub struct PostgresSourceTask {
+    running: Option<Running>,
+}
+
+fn behind_message(cfg: &PostgresConfig, stored: Lsn, slot: Lsn) -> String {
+    format!(
+        "the stored offset (lsn {stored}) is behind replication slot {:?} (confirmed_flush_lsn {slot}): the server has already released the changes \
+         in between, so streaming from the slot would silently lose them. To recover: take a new snapshot (delete this connector's offsets, or set \
+         snapshot.mode=when_needed), or, if losing those changes is acceptable, set the offset to the slot's position through the REST offsets endpoint",
+        cfg.slot_name
+    )
+}
+
+impl Running {
+    async fn plan(cfg: PostgresConfig, stored: Option<SourceOffset>, shutdown: CancellationToken) -> ConnectResult<Self> {
+        let catalog = catalog::connect(&cfg).await.map_err(|(_, e)| e)?;
+        let stored = stored.as_ref().map(StoredOffset::parse).transpose()?;
+        let tables = catalog::tables(&catalog, &cfg.filter).await?;
+        catalog::ensure_publication(&catalog, &cfg, &tables).await?;
+        let slot = catalog::slot(&catalog, &cfg.slot_name).await?;
+        if let Some(s) = &slot {
+            if s.plugin != "pgoutput" || s.database != cfg.dbname {
+                return Err(ConnectError::fatal(format!(
+                    "replication slot {:?} exists for plugin {:?} on database {:?}, not pgoutput on {:?}; drop it or set slot.name to another slot",
+                    cfg.slot_name, s.plugin, s.database, cfg.dbname
+                )));
+            }
+            if s.active {
+                return Err(ConnectError::retriable(format!("replication slot {:?} is in use by another session; retrying", cfg.slot_name)));
+            }
+        }
+        let slot_lsn = slot.as_ref().and_then(|s| s.confirmed_flush);
+
+        // Is there a stored streaming position, and can the slot still provide it?
+        let streaming_from = match &stored {
+            Some(o) if o.snapshot != SnapshotState::InProgress => Some(o),
+            _ => None,
+        };
+        let mut lost = false;
+        if let Some(o) = streaming_from {
+            match slot_lsn {
+                Some(f) if o.resume_lsn() < f => {
+                    if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
+                        return Err(ConnectError::fatal(behind_message(&cfg, o.resume_lsn(), f)));
+                    }
+                    lost = true;
+                }
+                None => {
+                    if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
+                        return Err(ConnectError::fatal(format!(
+                            "replication slot {:?} does not exist but the stored offsets say streaming was at lsn {}: the changes since are lost. \
+                             To recover: delete this connector's offsets and restart it to take a new snapshot (or set snapshot.mode=when_needed)",
+                            cfg.slot_name,
+                            o.resume_lsn()
+                        )));
+                    }
+                    lost = true;
+                }
+                _ => {}
+            }
+        }
+        let snapshot = match cfg.snapshot_mode {
+            SnapshotMode::NoData => false,
+            SnapshotMode::Always => true,
+            SnapshotMode::Initial | SnapshotMode::InitialOnly | SnapshotMode::WhenNeeded => streaming_from.is_none() || lost,
+        };
+        let then_stream = cfg.snapshot_mode != SnapshotMode::InitialOnly;
+        let confirmed = Confirmed::new(if lost { Lsn(0) } else { streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn) });
+        let modes = Modes { decimal: cfg.decimal_mode, time: cfg.time_mode };
+        let source_schema = source_schema();
+        let partition = offset::partition(&cfg.topic_prefix);
+
+        let (phase, handed) = if snapshot {
+            let (export_session, exported, lsn) = if slot.is_none() || lost {
+                if slot.is_some() {
+                    tracing::warn!(slot = %cfg.slot_name, "recreating the replication slot for a new snapshot (snapshot.mode=when_needed)");
+                    catalog::drop_slot(&catalog, &cfg.slot_name).await?;
+                }
+                let (session, lsn, name) = replication::create_slot_exporting(&cfg).await?;
+                (Some(session), Some(name), lsn)
+            } else {
+                // The slot exists already: stream from where it (or the stored offset) is.
+                // Changes between that position and the snapshot may be sent twice.
+                let from = streaming_from.map(StoredOffset::resume_lsn).or(slot_lsn).unwrap_or(Lsn(0));
+                (None, None, from)
+            };
+            let snapshot_client = catalog::connect(&cfg).await.map_err(|(_, e)| e)?;
+            let settings = SnapshotSettings {
+                prefix: cfg.topic_prefix.clone(),
+                db: cfg.dbname.clone(),
+                modes,
+                fetch_size: cfg.snapshot_fetch_size,
+                source_schema: source_schema.clone(),
+                partition: partition.clone(),
+            };
+            let reader = SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, settings).await?;
+            let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
+            (Phase::Snapshot { reader: Box::new(reader), _export_session: export_session, then_stream }, Handed { resume: lsn, skip })
+        } else {
+            let from = match (streaming_from, slot_lsn) {
+                (Some(o), _) => o.resume_lsn(),
+                (None, Some(f)) => f,
+                (None, None) => catalog::create_slot(&catalog, &cfg.slot_name).await?,
+            };
+            (if then_stream { Phase::Streaming } else { Phase::Done }, Handed { resume: from, skip: streaming_from.and_then(StoredOffset::skip) })
+        };
+        Ok(Self {
+            cfg,
+            catalog,
+            resolver: TypeResolver::default(),
+            modes,
+            source_schema,
+            partition,
+            phase,
+            stream: None,
+            confirmed,
+            handed,
+            shutdown,
+        })
+    }
+
+    async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
+        let max = self.cfg.max_batch_size;
+        match &mut self.phase {
+            Phase::Snapshot { reader, then_stream, .. } => match reader.next_batch(&mut self.resolver, max).await? {
+                Some(records) => Ok(records),
+                None => {
+                    let next = if *then_stream { Phase::Streaming } else { Phase::Done };
+                    self.handed.resume = self.handed.resume.max(reader.lsn());
+                    self.phase = next;
+                    Ok(Vec::new())
+                }
+            },
+            Phase::Done => {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(self.cfg.poll_interval_ms)) => {}
+                    _ = self.shutdown.cancelled() => {}
+                }
+                Ok(Vec::new())
+            }
+            Phase::Streaming => {
+                if self.catalog.is_closed() {
+                    // The server restarted or the session broke: a new one for catalog look-ups.
+                    self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                }
+                if self.stream.is_none() {
+                    self.stream = Some(Stream::open(&self.cfg, self.handed, self.confirmed.get()).await?);
+                }
+                let deadline = tokio::time::Instant::now() + Duration::from_millis(self.cfg.poll_interval_ms.min(1000));
+                let mut ctx = StreamContext {
+                    cfg: &self.cfg,
+                    catalog: &self.catalog,
+                    resolver: &mut self.resolver,
+                    modes: self.modes,
+                    source_schema: &self.source_schema,
+                    partition: &self.partition,
+                };
+                let stream = self.stream.as_mut().expect("opened above");
+                let result = tokio::select! {
+                    r = stream.poll_batch(&mut ctx, max, deadline, &mut self.handed) => r,
+                    _ = self.shutdown.cancelled() => Ok(Vec::new()),
+                };
+                if let Err(e) = &result {
+                    tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
+                    if let Some(s) = self.stream.take() {
+                        s.close().await;
+                    }
+                }
+                result
+            }
+        }
+    }
+
+    fn commit(&mut self, committed: &[(SourcePartition, SourceOffset)]) -> ConnectResult<()> {
+        let Some((_, newest)) = committed.iter().rev().find(|(p, _)| *p == self.partition) else { return Ok(()) };
+        let lsn = StoredOffset::parse(newest)?.resume_lsn();
+        if let Some(lsn) = self.confirmed.advance(lsn) {
+            tracing::debug!(%lsn, "confirming flushed lsn");
+            if let Some(s) = &self.stream {
+                s.confirm(lsn);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SourceTask for PostgresSourceTask {
+    async fn start(&mut self, ctx: SourceTaskContext) -> ConnectResult<()> {
+        let cfg = PostgresConfig::parse(&ctx.props)?;
+        let stored = ctx.offsets.offset(&offset::partition(&cfg.topic_prefix));
+        self.running = Some(Running::plan(cfg, stored, ctx.shutdown.clone()).await?);
+        Ok(())
+    }
+
+    async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
+        self.running.as_mut().ok_or_else(|| ConnectError::fatal("poll before start"))?.poll().await
+    }
+
+    async fn commit(&mut self, committed: &[(SourcePartition, SourceOffset)]) -> ConnectResult<()> {
+        match &mut self.running {
+            Some(r) => r.commit(committed),
+            None => Ok(()),
+        }
+    }
+
+    async fn stop(&mut self) -> ConnectResult<()> {
+        let Some(mut r) = self.running.take() else { return Ok(()) };
+        if let Some(s) = r.stream.take() {
+            s.close().await;
+        }
+        if let Phase::Snapshot { .. } = r.phase {
+            r.phase = Phase::Done; // drops the export session and the snapshot transaction
+        }
+        if r.cfg.slot_drop_on_stop {
+            // The walsender releases the slot shortly after the session ends.
+            for _ in 0..50 {
+                match catalog::slot(&r.catalog, &r.cfg.slot_name).await? {
+                    Some(s) if s.active => tokio::time::sleep(Duration::from_millis(100)).await,
+                    _ => break,
+                }
+            }
+            catalog::drop_slot(&r.catalog, &r.cfg.slot_name).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 on 127.0.0.1 with logical replication on, for tests.
+#
+#   postgres.sh start DIR [PORT]   create (once) and start a cluster in DIR; prints
+#                                  "host=127.0.0.1 port=PORT user=postgres dbname=postgres dir=DIR"
+#   postgres.sh stop DIR [MODE]    stop it (MODE: fast, the default, or immediate); no-op when
+#                                  not running
+#   postgres.sh status DIR         exit 0 when running
+#
+# Idempotent: starting a running cluster only prints its connection info. Postgres refuses to
+# run as root, so as root initdb/pg_ctl run as the 'postgres' OS user (created when missing).
+# Authentication is trust on loopback (also for replication connections). fsync is off: do not
+# use this for tests that crash Postgres itself.
+set -euo pipefail
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+cmd=${1:-}; dir=${2:-}
+[[ -n "$cmd" && -n "$dir" ]] || { echo "usage: $0 start|stop|status DIR [PORT]" >&2; exit 2; }
+[[ -x "$PGBIN/initdb" ]] || { echo "postgres binaries not found in $PGBIN (apt-get install postgresql-15)" >&2; exit 1; }
+
+as_owner() {
+  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+running() { [[ -f "$dir/data/postmaster.pid" ]] && as_owner "$PGBIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; }
+
+info() {
+  local port; port=$(sed -n 4p "$dir/data/postmaster.pid")
+  echo "host=127.0.0.1 port=$port user=postgres dbname=postgres dir=$dir"
+}
+
+case "$cmd" in
+  start)
+    port=${3:-54320}
+    if running; then info; exit 0; fi
+    mkdir -p "$dir"
+    if [[ $(id -u) -eq 0 ]]; then
+      id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+      chown postgres:postgres "$dir"
+    fi
+    chmod 700 "$dir"
+    if [[ ! -f "$dir/data/PG_VERSION" ]]; then
+      as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    fi
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $port -k $dir \
+      -c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20 \
+      -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null \
+      || { tail -20 "$dir/server.log" >&2; exit 1; }
+    info
+    ;;
+  stop)
+    if running; then as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m "${3:-fast}" -w stop >/dev/null; fi
+    ;;
+  status)
+    running
+    ;;
+  *) echo "unknown command $cmd" >&2; exit 2 ;;
+esac
