@@ -142,6 +142,7 @@ fn worker_info_plugins_validation_and_loggers() {
         listed,
         [
             json!({"class": DATAGEN_CLASS, "type": "source", "version": VERSION}),
+            json!({"class": "io.debezium.connector.postgresql.PostgresConnector", "type": "source", "version": VERSION}),
             json!({"class": SINK_CLASS, "type": "sink", "version": VERSION}),
             json!({"class": SOURCE_CLASS, "type": "source", "version": VERSION}),
             json!({"class": DISCARD_CLASS, "type": "sink", "version": VERSION}),
