@@ -25,7 +25,7 @@ use crate::store::status::StatusStore;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::SourceRunner;
 use crate::task::errors::ErrorPolicy;
-use crate::task::{ConverterSpec, RecordConverters};
+use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
 use crate::worker::config::WorkerConfig;
 
 struct TaskHandle {
@@ -309,13 +309,17 @@ impl StandaloneHerder {
         let converters = RecordConverters::build(&key, &value, &header)?;
         let errors = ErrorPolicy::from_config(&config)?;
         let instance = entry.instance.as_ref().ok_or_else(|| sluice_api::ConnectError::fatal("the connector is not running"))?;
-        let on_state = {
+        let state = {
             let status = self.status.clone();
             let id = id.clone();
             let worker_id = self.worker_id.clone();
-            Box::new(move |running: bool| {
-                let state = if running { State::Running } else { State::Paused };
-                status.put_task(&id, StateInfo { state, trace: None, worker_id: worker_id.clone() });
+            StateReporter::new(move |s: TaskState| {
+                let (state, trace) = match s {
+                    TaskState::Running => (State::Running, None),
+                    TaskState::Paused => (State::Paused, None),
+                    TaskState::Retrying(trace) => (State::Running, Some(trace)),
+                };
+                status.put_task(&id, StateInfo { state, trace, worker_id: worker_id.clone() });
             })
         };
         Ok(match instance.create_task() {
@@ -337,7 +341,7 @@ impl StandaloneHerder {
                 flush_interval: self.worker.offset_flush_interval,
                 flush_timeout: self.worker.offset_flush_timeout,
                 target: entry.target_tx.subscribe(),
-                on_state,
+                state,
             }),
             Task::Sink(task) => {
                 let subscription = match config.get("topics").map(|t| t.trim()).filter(|t| !t.is_empty()) {
@@ -358,7 +362,7 @@ impl StandaloneHerder {
                     task_count: entry.state.tasks.len() as u32,
                     commit_interval: self.worker.offset_flush_interval,
                     target: entry.target_tx.subscribe(),
-                    on_state,
+                    state,
                 })
             }
         })

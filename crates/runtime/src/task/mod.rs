@@ -20,6 +20,46 @@ use tokio_util::sync::CancellationToken;
 
 use crate::convert::{self, Converter, HeaderConverter};
 
+/// What a task loop reports about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskState {
+    Running,
+    Paused,
+    /// Running, but retrying a transient failure (database or log unavailable, …): shown as
+    /// RUNNING with the failure as its trace, cleared once the retry succeeds.
+    Retrying(String),
+}
+
+/// Receives a task loop's state changes (only changes).
+pub struct StateReporter {
+    last: Option<TaskState>,
+    sink: Box<dyn Fn(TaskState) + Send>,
+}
+
+impl StateReporter {
+    pub fn new(sink: impl Fn(TaskState) + Send + 'static) -> Self {
+        Self { last: None, sink: Box::new(sink) }
+    }
+
+    pub fn report(&mut self, state: TaskState) {
+        if self.last.as_ref() != Some(&state) {
+            (self.sink)(state.clone());
+            self.last = Some(state);
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.last == Some(TaskState::Paused)
+    }
+
+    /// Back to plain RUNNING after a successful retry or a resume.
+    pub fn running(&mut self) {
+        if self.last.is_some() && self.last != Some(TaskState::Running) {
+            self.report(TaskState::Running);
+        }
+    }
+}
+
 /// The converters one task uses, from the connector's overrides or the worker's defaults.
 pub struct RecordConverters {
     pub key: Box<dyn Converter>,

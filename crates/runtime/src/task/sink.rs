@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{ErrorPolicy, FailedRecord};
-use super::{Backoff, RecordConverters, Stage};
+use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{Log, LogError, Produce, StoredRecord};
 use crate::store::status::StatusStore;
@@ -60,7 +60,7 @@ pub struct SinkRunner {
     pub task_count: u32,
     pub commit_interval: Duration,
     pub target: watch::Receiver<TargetState>,
-    pub on_state: Box<dyn Fn(bool) + Send>,
+    pub state: StateReporter,
 }
 
 impl SinkRunner {
@@ -85,7 +85,6 @@ impl SinkRunner {
         let mut last_commit = Instant::now();
         let mut last_refresh: Option<Instant> = None;
         let mut backoff = Backoff::new();
-        let mut running = true;
         let mut cursor = 0usize;
         loop {
             if shutdown.is_cancelled() {
@@ -105,10 +104,7 @@ impl SinkRunner {
                 last_commit = Instant::now();
             }
             if *self.target.borrow() != TargetState::Started {
-                if running {
-                    running = false;
-                    (self.on_state)(false);
-                }
+                self.state.report(TaskState::Paused);
                 tokio::select! {
                     _ = self.target.changed() => {}
                     _ = shutdown.cancelled() => return Ok(()),
@@ -116,9 +112,8 @@ impl SinkRunner {
                 }
                 continue;
             }
-            if !running {
-                running = true;
-                (self.on_state)(true);
+            if self.state.is_paused() {
+                self.state.running();
             }
             let fetched = self.fetch(state, &mut cursor).await?;
             if fetched.is_empty() {
@@ -152,10 +147,12 @@ impl SinkRunner {
                 match self.task.put(records).await {
                     Ok(()) => {
                         backoff.reset();
+                        self.state.running();
                         break;
                     }
                     Err(e) if e.is_retriable() => {
                         tracing::warn!(task = ?self.id, error = %e, "sink put failed; redelivering after backoff");
+                        self.state.report(TaskState::Retrying(e.trace()));
                         if !backoff.wait(shutdown).await {
                             // Not put: positions stay where they are, nothing is committed past them.
                             return Ok(());

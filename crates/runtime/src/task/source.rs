@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{ErrorPolicy, FailedRecord};
-use super::{Backoff, RecordConverters, Stage};
+use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{AppendFuture, Log, LogRecord, Produce};
 use crate::partitioner::partition_for_key;
@@ -50,8 +50,7 @@ pub struct SourceRunner {
     pub flush_interval: Duration,
     pub flush_timeout: Duration,
     pub target: watch::Receiver<TargetState>,
-    /// Called with `true` when the loop is running, `false` when paused.
-    pub on_state: Box<dyn Fn(bool) + Send>,
+    pub state: StateReporter,
 }
 
 struct InFlight {
@@ -115,7 +114,6 @@ impl SourceRunner {
     ) -> ConnectResult<()> {
         let mut router = Router::default();
         let mut backoff = Backoff::new();
-        let mut running = true;
         loop {
             if shutdown.is_cancelled() || failed.is_cancelled() {
                 return Ok(());
@@ -124,10 +122,7 @@ impl SourceRunner {
                 self.notify_commit(&c).await;
             }
             if *self.target.borrow() != TargetState::Started {
-                if running {
-                    running = false;
-                    (self.on_state)(false);
-                }
+                self.state.report(TaskState::Paused);
                 tokio::select! {
                     _ = self.target.changed() => {}
                     _ = shutdown.cancelled() => return Ok(()),
@@ -136,17 +131,15 @@ impl SourceRunner {
                 }
                 continue;
             }
-            if !running {
-                running = true;
-                (self.on_state)(true);
-            }
             let records = match self.task.poll().await {
                 Ok(r) => {
                     backoff.reset();
+                    self.state.running();
                     r
                 }
                 Err(e) if e.is_retriable() => {
                     tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
+                    self.state.report(TaskState::Retrying(e.trace()));
                     if !backoff.wait(shutdown).await {
                         return Ok(());
                     }
