@@ -154,7 +154,15 @@ fn cast_value(schema: Option<&Schema>, v: &Value, target: SchemaType, what: &str
         (_, Value::Boolean(b)) => Num::Int(i64::from(*b)),
         (_, Value::Float32(f)) => Num::F32(*f),
         (_, Value::Float64(f)) => Num::F64(*f),
-        (_, Value::String(s)) => return parse_string(s, target).ok_or_else(|| fail(format!("'{s}' is not a valid {}", type_name(target)))),
+        (_, Value::String(s)) => {
+            return parse_string(s, target).ok_or_else(|| {
+                if s.trim().parse::<f64>().is_ok() {
+                    fail(format!("'{s}' is out of range for {}", type_name(target)))
+                } else {
+                    fail(format!("'{s}' is not a number"))
+                }
+            })
+        }
         (_, other) => Num::Int(other.as_i64().ok_or_else(|| fail(format!("unexpected {}", kind_of(other))))?),
     };
     Ok(match target {

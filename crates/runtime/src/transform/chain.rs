@@ -31,6 +31,12 @@ struct Stage {
     predicate: Option<(Arc<dyn Predicate>, bool)>,
 }
 
+// Task loops share a chain across threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<TransformChain>();
+};
+
 /// The transforms of one connector, in order.
 #[derive(Default)]
 pub struct TransformChain {
@@ -79,13 +85,12 @@ impl TransformChain {
                     continue;
                 }
             }
-            let topic = record.topic.clone();
             match stage.transform.apply(record) {
                 Ok(Some(next)) => record = next,
                 Ok(None) => return Ok(None),
                 Err(e) => {
                     return Err(ConnectError::fatal_from(
-                        format!("transformation {} ({}) failed on a record for topic {topic}", stage.alias, stage.class),
+                        format!("transformation {} ({}) failed", stage.alias, stage.class),
                         e,
                     ))
                 }

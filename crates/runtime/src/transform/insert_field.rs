@@ -99,7 +99,7 @@ impl InsertField {
         Ok(out)
     }
 
-    /// The values to insert, in schema order; `schemaless` decides the timestamp's type.
+    /// The values to insert, in schema order.
     fn inserted(&self, record: &TransformRecord) -> ConnectResult<Vec<(&str, Value)>> {
         let mut out = Vec::new();
         if let Some(s) = &self.topic {
@@ -130,26 +130,24 @@ impl InsertField {
             return Ok(());
         }
         let inserted = self.inserted(record)?;
-        let inserted: Vec<(String, Value)> = inserted.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         let (schema, value) = self.side.take(record);
         match schema {
             None => {
                 let mut map = require_map(&value, NAME, PURPOSE)?.clone();
                 for (k, v) in inserted {
-                    map_put(&mut map, &k, v);
+                    map_put(&mut map, k, v);
                 }
                 self.side.set(record, None, Value::Map(map));
             }
-            Some(schema) => {
+            Some(_) => {
                 let s = require_struct(&value, NAME, PURPOSE)?;
                 let updated = self.cache.get_or_build(s.schema(), || self.updated_schema(s.schema()))?;
                 let mut values: Vec<Value> = s.schema().fields.iter().map(|f| field_value(s, f, self.replace_null_with_default)).collect();
                 values.resize(updated.fields.len(), Value::Null);
                 let mut out = Struct::from_values(updated.clone(), values);
                 for (k, v) in inserted {
-                    out.put(&k, v);
+                    out.put(k, v);
                 }
-                let _ = schema;
                 self.side.set(record, Some(updated), Value::Struct(out));
             }
         }

@@ -190,6 +190,6 @@ fn transform_chain_failure_names_the_stage() {
     let err = c.apply(r).unwrap_err();
     assert_eq!(
         err.trace(),
-        "ConnectException: transformation tr (org.apache.kafka.connect.transforms.TimestampRouter) failed on a record for topic t\nCaused by: TimestampRouter: the record for topic t has no timestamp"
+        "ConnectException: transformation tr (org.apache.kafka.connect.transforms.TimestampRouter) failed\nCaused by: TimestampRouter: the record for topic t has no timestamp"
     );
 }

@@ -97,8 +97,11 @@ fn transform_cast_errors() {
     let schema = Schema::struct_of([("x", Schema::string().into_ref())]).into_ref();
     assert_eq!(
         apply_err(&*t, record(Some((*schema).clone()), st(&schema, vec![s("abc")]))),
-        "Cast: field `x` of type string cannot be cast to int32: 'abc' is not a valid int32"
+        "Cast: field `x` of type string cannot be cast to int32: 'abc' is not a number"
     );
+    let t8 = make(&class("Cast$Value"), &[("spec", "int8")]);
+    assert_eq!(apply_err(&*t8, record(None, s("300"))), "Cast: value of type string cannot be cast to int8: '300' is out of range for int8");
+    assert_eq!(value_of(&apply(&*t8, record(None, s("-12")))), "- | -12i8");
     let t = make(&class("Cast$Value"), &[("spec", "int32")]);
     assert_eq!(apply_err(&*t, record(Some(Schema::bytes()), Value::Bytes(vec![1]))), "Cast: value of type bytes cannot be cast to int32: bytes can only be cast to string");
     assert_eq!(apply_err(&*t, record(None, Value::Array(vec![]))), "Cast: value of type array cannot be cast to int32: only primitive types can be cast");
