@@ -1,6 +1,6 @@
 //! Kafka's field-level transforms.
 
-use sluice_api::{Schema, Value};
+use sluice_api::{Schema, Struct, Value};
 
 use super::*;
 use crate::transform::java_text::decimal_bytes;
@@ -162,6 +162,15 @@ fn transform_flatten() {
     let parent = Schema::struct_of([("c", (*child).clone().optional().with_default(child_default).into_ref())]).into_ref();
     let out = apply(&*make(&class("Flatten$Value"), &[]), record(Some((*parent).clone()), st(&parent, vec![Value::Null])));
     assert_eq!(value_of(&out), "struct{c.req:int32?=5i32} | {c.req=null}");
+
+    // FlattenTest.testOptionalAndDefaultValuesNested: an optional top-level struct with a
+    // default makes every flattened field optional and passes its defaults down.
+    let mut inner = Schema::struct_of([("req_field", Schema::string().into_ref()), ("opt_field", Schema::string().optional().with_default(s("child_default")).into_ref())]).optional();
+    let default = Struct::new(inner.clone().into_ref()).with("req_field", "req_default");
+    inner.default = Some(Value::Struct(default));
+    let inner = inner.into_ref();
+    let out = apply(&*make(&class("Flatten$Value"), &[]), record(Some((*inner).clone()), Value::Struct(Struct::new(inner.clone()))));
+    assert_eq!(value_of(&out), r#"struct{req_field:string?="req_default",opt_field:string?="child_default"} | {req_field=null,opt_field="child_default"}"#);
 
     assert_eq!(value_of(&apply(&*make(&class("Flatten$Value"), &[]), record(Some((*top).clone().optional()), Value::Null))), "struct{A:struct{B:struct{int8:int8,string:string},opt:int32?},arr:array<int32>}? | null");
     assert_eq!(value_of(&apply(&*make(&class("Flatten$Value"), &[]), record(None, Value::Null))), "- | null");
