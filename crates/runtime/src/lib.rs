@@ -12,4 +12,5 @@ pub mod partitioner;
 pub mod plugins;
 pub mod store;
 pub mod task;
+pub mod transform;
 pub mod worker;
