@@ -23,11 +23,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
+SCHEMALESS = {"value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}
+# A 3-transform chain on the source: InsertField (static), ReplaceField (rename), RegexRouter.
+CHAIN = {
+    "transforms": "insert,rename,route",
+    "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.insert.static.field": "origin",
+    "transforms.insert.static.value": "bench",
+    "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+    "transforms.rename.renames": "payload:body",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": "bench-raw",
+    "transforms.route.replacement": "bench",
+}
+
 CONFIGS = [
-    # name, worker properties
-    ("json, fsync=always", {"log.fsync": "always", "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}),
-    ("json+schemas, fsync=always", {"log.fsync": "always", "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}),
-    ("json, fsync=never", {"log.fsync": "never", "value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}),
+    # name, worker properties, extra source connector config
+    ("json, fsync=always", {"log.fsync": "always", **SCHEMALESS}, {}),
+    ("json + 3 transforms, always", {"log.fsync": "always", **SCHEMALESS}, CHAIN),
+    ("json+schemas, fsync=always", {"log.fsync": "always", "value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}, {}),
+    ("json, fsync=never", {"log.fsync": "never", **SCHEMALESS}, {}),
 ]
 
 
@@ -60,7 +75,7 @@ def proc_usage(pid):
     return cpu, rss_kb / 1024
 
 
-def run_pipeline(binary, name, props, records, payload):
+def run_pipeline(binary, name, props, source_extra, records, payload):
     work = tempfile.mkdtemp(prefix="sluice-bench-")
     port = free_port()
     worker = os.path.join(work, "worker.properties")
@@ -89,9 +104,10 @@ def run_pipeline(binary, name, props, records, payload):
         start = time.monotonic()
         code, body = http("POST", url + "/connectors", {"name": "sink", "config": {"connector.class": "discard", "topics": "bench"}})
         assert code == 201, body
-        code, body = http("POST", url + "/connectors", {"name": "gen", "config": {
-            "connector.class": "datagen", "kafka.topic": "bench", "quickstart": "bench", "iterations": str(records),
-            "records.per.second": "0", "max.interval": "0", "batch.size": "5000", "payload.bytes": str(payload)}})
+        source = {"connector.class": "datagen", "kafka.topic": "bench-raw" if source_extra else "bench", "quickstart": "bench",
+                  "iterations": str(records), "records.per.second": "0", "max.interval": "0", "batch.size": "5000",
+                  "payload.bytes": str(payload), **source_extra}
+        code, body = http("POST", url + "/connectors", {"name": "gen", "config": source})
         assert code == 201, body
         while True:
             code, body = http("GET", url + "/connectors/sink/offsets")
@@ -131,7 +147,7 @@ def main():
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
     binary = os.path.join(TARGET, "release", "sluice")
-    results = [run_pipeline(binary, n, p, args.records, args.payload) for n, p in CONFIGS if not args.only or args.only in n]
+    results = [run_pipeline(binary, n, p, x, args.records, args.payload) for n, p, x in CONFIGS if not args.only or args.only in n]
     disk = dd_baseline(max(r["mb"] for r in results))
     print(f"\ndatagen -> embedded log -> discard sink, {args.records:,} records, payload {args.payload} B, {os.cpu_count()} cores")
     print(f"baseline: dd sequential write with fdatasync, same run: {disk:,.0f} MB/s\n")

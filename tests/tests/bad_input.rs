@@ -155,7 +155,13 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     c["transforms"] = json!("mask");
     c["transforms.mask.type"] = json!("org.apache.kafka.connect.transforms.MaskField$Value");
     let m = refused(&w, "x", c);
-    assert!(m.contains("Invalid value mask for configuration transforms: transforms are not available in this version of sluice yet"), "{m}");
+    // A transform missing its required key is refused naming the prefixed key.
+    assert!(m.contains("transforms.mask.fields"), "{m}");
+    let mut c = src.clone();
+    c["transforms"] = json!("route");
+    c["transforms.route.type"] = json!("com.example.NoSuchTransform");
+    let m = refused(&w, "x", c);
+    assert!(m.contains("transforms.route.type") && m.contains("RegexRouter"), "an unknown transform class lists the available ones: {m}");
     assert_eq!(
         refused(&w, "x", json!({"connector.class": "FileStreamSink", "file": output.to_str().unwrap()})),
         invalid(&["Must configure one of topics or topics.regex"])
@@ -238,7 +244,7 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
         invalid(&["Must configure one of topics or topics.regex"])
     );
     let m = error_message(w.patch("/connectors/canary-sink/config", &json!({"transforms": "mask"})), 400);
-    assert!(m.contains("transforms are not available"), "{m}");
+    assert!(m.contains("transforms.mask.type"), "a transform alias without a type is named: {m}");
     assert_eq!(
         error_message(w.put("/connectors/canary-src/config", &named(&canary.source, "other")), 400),
         "Connector name configuration (other) doesn't match connector name in the URL (canary-src)"

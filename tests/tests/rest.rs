@@ -161,9 +161,20 @@ fn worker_info_plugins_validation_and_loggers() {
     }
     assert!(all.iter().any(|p| p["type"] == "header_converter"), "no header converter in {all:?}");
     assert!(
-        all.iter().all(|p| ["source", "sink", "converter", "header_converter"].contains(&p["type"].as_str().unwrap())),
+        all.iter().all(|p| ["source", "sink", "converter", "header_converter", "transformation", "predicate"].contains(&p["type"].as_str().unwrap())),
         "{all:?}"
     );
+    // … and every transformation and predicate, Kafka's and Debezium's.
+    for (class, kind) in [
+        ("org.apache.kafka.connect.transforms.InsertField$Value", "transformation"),
+        ("org.apache.kafka.connect.transforms.RegexRouter", "transformation"),
+        ("io.debezium.transforms.ExtractNewRecordState", "transformation"),
+        ("io.debezium.transforms.outbox.EventRouter", "transformation"),
+        ("org.apache.kafka.connect.transforms.predicates.TopicNameMatches", "predicate"),
+        ("org.apache.kafka.connect.transforms.predicates.RecordIsTombstone", "predicate"),
+    ] {
+        assert!(all.iter().any(|p| p["class"] == class && p["type"] == kind), "{class} not listed as a {kind}");
+    }
     assert_error(
         w.get("/connector-plugins?connectorsOnly=maybe"),
         400,

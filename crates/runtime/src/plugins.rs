@@ -3,7 +3,7 @@
 
 use sluice_api::{ConfigDef, ConnectorPlugin};
 
-use crate::convert;
+use crate::{convert, transform};
 use crate::herder::PluginInfo;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -38,6 +38,8 @@ impl Plugins {
             out.extend(
                 convert::header_converters().iter().map(|c| PluginInfo { class: c.class.to_owned(), kind: "header_converter".to_owned(), version: VERSION.to_owned() }),
             );
+            out.extend(transform::transforms().iter().map(|t| PluginInfo { class: t.class.to_owned(), kind: "transformation".to_owned(), version: VERSION.to_owned() }));
+            out.extend(transform::predicates().iter().map(|p| PluginInfo { class: p.class.to_owned(), kind: "predicate".to_owned(), version: VERSION.to_owned() }));
         }
         out
     }
@@ -50,6 +52,12 @@ impl Plugins {
         if let Some(c) = convert::find_converter(name) {
             return Some((c.config_def)());
         }
-        convert::find_header_converter(name).map(|c| (c.config_def)())
+        if let Some(c) = convert::find_header_converter(name) {
+            return Some((c.config_def)());
+        }
+        if let Some(t) = transform::transform_plugin(name) {
+            return Some((t.config_def)());
+        }
+        transform::predicate_plugin(name).map(|p| (p.config_def)())
     }
 }

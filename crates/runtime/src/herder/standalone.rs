@@ -25,6 +25,7 @@ use crate::store::status::StatusStore;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::SourceRunner;
 use crate::task::errors::ErrorPolicy;
+use crate::transform::TransformChain;
 use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
 use crate::worker::config::WorkerConfig;
 
@@ -308,6 +309,7 @@ impl StandaloneHerder {
         let header = ConverterSpec::resolve(&config, "header.converter", self.worker.header_converter());
         let converters = RecordConverters::build(&key, &value, &header)?;
         let errors = ErrorPolicy::from_config(&config)?;
+        let transforms = TransformChain::from_connector_config(&config)?;
         let instance = entry.instance.as_ref().ok_or_else(|| sluice_api::ConnectError::fatal("the connector is not running"))?;
         let state = {
             let status = self.status.clone();
@@ -334,6 +336,7 @@ impl StandaloneHerder {
                     shutdown: CancellationToken::new(),
                 },
                 log: self.log.clone(),
+                transforms,
                 converters,
                 errors,
                 offsets: self.offsets.clone(),
@@ -355,6 +358,7 @@ impl StandaloneHerder {
                     ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
                     log: self.log.clone(),
                     converters,
+                    transforms,
                     errors,
                     status: self.status.clone(),
                     subscription,

@@ -45,8 +45,8 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
                 .validator(Validator::one_of(&["none", "restart"]))
                 .group(COMMON_GROUP, 8, "Reload action"),
         )
-        .define(common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records. Not available yet: must be empty.").default_value("").group("Transforms", 1, "Transforms"))
-        .define(common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations. Not available yet: must be empty.").default_value("").group("Predicates", 1, "Predicates"))
+        .define(common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records, in order.").default_value("").group("Transforms", 1, "Transforms"))
+        .define(common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations.").default_value("").group("Predicates", 1, "Predicates"))
         .merge(&crate::task::errors::def());
     if kind == ConnectorKind::Sink {
         def = def
@@ -69,7 +69,7 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
         ))
     })?;
     let own = (plugin.create)().config_def();
-    let def = common_def(plugin.kind).merge(&own);
+    let def = common_def(plugin.kind).merge(&own).merge(&crate::transform::enriched_config_def(props));
     let mut values = def.validate(props);
     let keyed = |values: &mut Vec<ConfigValue>, key: &str, msg: String| {
         if let Some(v) = values.iter_mut().find(|v| v.name == key) {
@@ -87,9 +87,20 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
             keyed(&mut values, key, format!("Invalid value {class} for configuration {key}: Class {class} could not be found."));
         }
     }
-    for key in ["transforms", "predicates"] {
-        if props.get(key).is_some_and(|v| !v.trim().is_empty()) {
-            keyed(&mut values, key, format!("Invalid value {} for configuration {key}: {key} are not available in this version of sluice yet", props[key]));
+    for (key, error) in crate::transform::validate(props) {
+        // Every message names its key, as Connect's do.
+        let error = if error.contains(&key) {
+            error
+        } else {
+            format!("Invalid value {} for configuration {key}: {error}", props.get(&key).map_or("null", String::as_str))
+        };
+        match values.iter_mut().find(|v| v.name == key) {
+            Some(v) => {
+                if !v.errors.contains(&error) {
+                    v.errors.push(error);
+                }
+            }
+            None => values.push(ConfigValue { name: key.clone(), value: props.get(&key).cloned(), recommended_values: Vec::new(), errors: vec![error], visible: true }),
         }
     }
     if plugin.kind == ConnectorKind::Sink {

@@ -95,6 +95,24 @@ pub struct FailedRecord {
     pub describe: String,
 }
 
+impl FailedRecord {
+    /// A failure known only by its position (the record itself is gone).
+    pub fn position_only(id: &crate::herder::ConnectorTaskId, stage: Stage, position: String) -> Self {
+        Self {
+            connector: id.connector.clone(),
+            task: id.task,
+            stage,
+            class: String::new(),
+            position,
+            original: None,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+            describe: String::new(),
+        }
+    }
+}
+
 impl ErrorPolicy {
     pub fn from_config(props: &Props) -> ConnectResult<Self> {
         let c = def().parse(props)?;

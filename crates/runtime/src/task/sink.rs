@@ -3,7 +3,7 @@
 //! ## Progress tracking
 //! ```text
 //!  positions (next offset per partition, from the group's committed offsets or the start)
-//!  log.read ─▶ convert ─▶ SinkTask::put ─▶ positions advance
+//!  log.read ─▶ convert ─▶ transform ─▶ SinkTask::put ─▶ positions advance
 //!  every offset.flush.interval.ms and on stop:
 //!    SinkTask::pre_commit(positions) ─▶ durable offsets ─▶ log.commit_group(connect-NAME)
 //! ```
@@ -24,6 +24,7 @@ use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{Log, LogError, Produce, StoredRecord};
 use crate::store::status::StatusStore;
+use crate::transform::{TransformChain, TransformRecord};
 
 /// At most this many records go to one `put`.
 pub const MAX_RECORDS_PER_PUT: usize = 5_000;
@@ -52,6 +53,7 @@ pub struct SinkRunner {
     pub ctx: SinkTaskContext,
     pub log: Arc<dyn Log>,
     pub converters: RecordConverters,
+    pub transforms: TransformChain,
     pub errors: ErrorPolicy,
     pub status: Arc<StatusStore>,
     pub subscription: Subscription,
@@ -128,7 +130,7 @@ impl SinkRunner {
                     last_topic = Some(tp.topic.as_str());
                 }
             }
-            let (converted, dead) = Self::convert(&self.converters, &self.errors, &self.id, &fetched, true).await?;
+            let (converted, dead) = Self::convert(&self.converters, &self.transforms, &self.errors, &self.id, &fetched, true).await?;
             if !dead.is_empty() {
                 // Dead letters are durable before any offset can move past their records.
                 self.log.append(dead).await.map_err(|e| Stage::Producer.fail("dead-letter records".to_owned(), e.into()))?;
@@ -139,7 +141,7 @@ impl SinkRunner {
                 // failed were already reported the first time.
                 let records = match converted.take() {
                     Some(r) => r,
-                    None => Self::convert(&self.converters, &self.errors, &self.id, &fetched, false).await?.0,
+                    None => Self::convert(&self.converters, &self.transforms, &self.errors, &self.id, &fetched, false).await?.0,
                 };
                 if records.is_empty() {
                     break;
@@ -200,12 +202,20 @@ impl SinkRunner {
     /// Converts fetched records. A record that fails goes to the error policy: the task
     /// fails, or the record is skipped (and, with a dead-letter topic, returned as a dead
     /// letter). With `report` false, failures are skipped silently (a redelivery).
-    async fn convert(c: &RecordConverters, errors: &ErrorPolicy, id: &ConnectorTaskId, fetched: &[(TopicPartition, StoredRecord)], report: bool) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
+    async fn convert(c: &RecordConverters, chain: &TransformChain, errors: &ErrorPolicy, id: &ConnectorTaskId, fetched: &[(TopicPartition, StoredRecord)], report: bool) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
         let mut out = Vec::with_capacity(fetched.len());
         let mut dead = Vec::new();
         for (tp, r) in fetched {
-            match Self::convert_record(c, errors, tp, r).await {
-                Ok(record) => out.push(record),
+            let transformed = Self::convert_record(c, errors, tp, r).await.and_then(|record| {
+                if chain.is_empty() {
+                    return Ok(Some(record));
+                }
+                chain.apply(TransformRecord::from(record)).map(|t| t.map(TransformRecord::into_sink_record)).map_err(|e| (Stage::Transformation, e))
+            });
+            match transformed {
+                Ok(Some(record)) => out.push(record),
+                // Dropped by a transform (a filter): handled, its offset counts.
+                Ok(None) => {}
                 Err((stage, err)) if report => {
                     let failed = FailedRecord {
                         connector: id.connector.clone(),

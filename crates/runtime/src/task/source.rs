@@ -5,7 +5,7 @@
 //!  poll loop                         committer (its own tokio task)
 //!  ─────────                         ──────────────────────────────
 //!  records = task.poll()
-//!  batch   = convert(records)
+//!  batch   = convert(transform(records))
 //!  ack     = log.append(batch) ──▶  in-flight queue (bounded: backpressure)
 //!                                   await acks in submission order
 //!                                   acked prefix: newest offset per source partition
@@ -34,6 +34,7 @@ use crate::partitioner::partition_for_key;
 use crate::store::now_ms;
 use crate::store::offset::{canonical, OffsetStore};
 use crate::store::status::StatusStore;
+use crate::transform::{TransformChain, TransformRecord};
 
 /// How many appended batches may await their ack at once.
 pub const MAX_IN_FLIGHT_BATCHES: usize = 16;
@@ -43,6 +44,7 @@ pub struct SourceRunner {
     pub task: Box<dyn SourceTask>,
     pub ctx: SourceTaskContext,
     pub log: Arc<dyn Log>,
+    pub transforms: TransformChain,
     pub converters: RecordConverters,
     pub errors: ErrorPolicy,
     pub offsets: Arc<OffsetStore>,
@@ -167,6 +169,31 @@ impl SourceRunner {
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut batch_topic: Option<String> = None;
         for r in records {
+            let r = if self.transforms.is_empty() {
+                r
+            } else {
+                // The chain may drop the record (its offset still counts) or fail on it.
+                let origin = (r.source_partition.clone(), r.source_offset.clone());
+                let copy = self.errors.tolerate_all.then(|| r.clone());
+                match self.transforms.apply(TransformRecord::from(r)) {
+                    Ok(Some(t)) => t.into_source_record(),
+                    Ok(None) => {
+                        track(&mut newest, &mut index, origin.0, origin.1);
+                        continue;
+                    }
+                    Err(err) => {
+                        let failed = match &copy {
+                            Some(original) => self.failed_record(original, Stage::Transformation),
+                            None => FailedRecord::position_only(&self.id, Stage::Transformation, format!("source partition {:?} offset {:?}", origin.0, origin.1)),
+                        };
+                        if let Some(dead) = self.errors.handle(failed, err)? {
+                            batch.push(dead);
+                        }
+                        track(&mut newest, &mut index, origin.0, origin.1);
+                        continue;
+                    }
+                }
+            };
             match Self::convert_record(&self.converters, &self.errors, &r).await {
                 Ok((key, value, headers)) => {
                     let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
@@ -189,21 +216,7 @@ impl SourceRunner {
                     }
                 }
             }
-            // Most batches come from one source partition: compare with the last one
-            // before paying for a canonical key.
-            match newest.last_mut() {
-                Some(last) if last.0 == r.source_partition => last.1 = r.source_offset,
-                _ => {
-                    let canon = canonical(&r.source_partition);
-                    match index.get(&canon) {
-                        Some(&i) => newest[i].1 = r.source_offset,
-                        None => {
-                            index.insert(canon, newest.len());
-                            newest.push((r.source_partition, r.source_offset));
-                        }
-                    }
-                }
-            }
+            track(&mut newest, &mut index, r.source_partition, r.source_offset);
         }
         Ok((batch, newest))
     }
@@ -243,6 +256,25 @@ impl SourceRunner {
                 ("__connect.errors.source.offset".to_owned(), json(&r.source_offset)),
             ],
             describe: format!("{r:?}"),
+        }
+    }
+}
+
+/// Records `offset` as the newest of its source partition in this batch.
+fn track(newest: &mut Vec<(SourcePartition, SourceOffset)>, index: &mut HashMap<String, usize>, partition: SourcePartition, offset: SourceOffset) {
+    // Most batches come from one source partition: compare with the last one before paying
+    // for a canonical key.
+    match newest.last_mut() {
+        Some(last) if last.0 == partition => last.1 = offset,
+        _ => {
+            let canon = canonical(&partition);
+            match index.get(&canon) {
+                Some(&i) => newest[i].1 = offset,
+                None => {
+                    index.insert(canon, newest.len());
+                    newest.push((partition, offset));
+                }
+            }
         }
     }
 }
