@@ -34,7 +34,7 @@ use crate::partitioner::partition_for_key;
 use crate::store::now_ms;
 use crate::store::offset::{canonical, OffsetStore};
 use crate::store::status::StatusStore;
-use crate::transform::{TransformChain, TransformRecord};
+use crate::transform::{RecordOrigin, TransformChain, TransformRecord};
 
 /// How many appended batches may await their ack at once.
 pub const MAX_IN_FLIGHT_BATCHES: usize = 16;
@@ -172,11 +172,20 @@ impl SourceRunner {
             let r = if self.transforms.is_empty() {
                 r
             } else {
-                // The chain may drop the record (its offset still counts) or fail on it.
-                let origin = (r.source_partition.clone(), r.source_offset.clone());
+                // The chain may drop the record (its offset still counts) or fail on it. The
+                // source position is kept aside while it runs (transforms never read it), so
+                // nothing is copied per record.
                 let copy = self.errors.tolerate_all.then(|| r.clone());
-                match self.transforms.apply(TransformRecord::from(r)) {
-                    Ok(Some(t)) => t.into_source_record(),
+                let mut t = TransformRecord::from(r);
+                let RecordOrigin::Source { partition, offset } = std::mem::replace(&mut t.origin, RecordOrigin::Source { partition: SourcePartition::new(), offset: SourceOffset::new() }) else {
+                    unreachable!("a source record has a source origin")
+                };
+                let origin = (partition, offset);
+                match self.transforms.apply(t) {
+                    Ok(Some(mut t)) => {
+                        t.origin = RecordOrigin::Source { partition: origin.0, offset: origin.1 };
+                        t.into_source_record()
+                    }
                     Ok(None) => {
                         track(&mut newest, &mut index, origin.0, origin.1);
                         continue;
