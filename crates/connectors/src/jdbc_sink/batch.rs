@@ -327,7 +327,12 @@ pub fn table_name(cfg: &JdbcSinkConfig, topic: &str, source: Option<&Struct>) ->
 
 /// Builds a batch from records, in order. Every record counts for the offsets, also those
 /// that write nothing (skipped operations).
-pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord]) -> Result<Batch, BadRecord> {
+///
+/// `topic_tables` remembers the table of each topic seen with a `source` block: a
+/// tombstone has none, and goes to the table of its topic's change events (when the format
+/// uses `${source.…}` and the topic was not seen yet, the tombstone is skipped: the delete
+/// event before it did the work).
+pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut HashMap<String, TableName>) -> Result<Batch, BadRecord> {
     let mut batch = Batch::default();
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
@@ -349,7 +354,20 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord]) -> Result<Batch, BadR
         if !wanted {
             continue;
         }
-        let name = table_name(cfg, &record.topic, source).map_err(fail)?;
+        let needs_source = cfg.table_name_format.contains("${source.");
+        let name = match (source, needs_source) {
+            (None, true) if record.value.is_null() => match topic_tables.get(&record.topic) {
+                Some(n) => n.clone(),
+                None => {
+                    tracing::debug!(topic = %record.topic, offset = record.offset, "skipping a tombstone of a topic whose table is not known yet");
+                    continue;
+                }
+            },
+            _ => table_name(cfg, &record.topic, source).map_err(fail)?,
+        };
+        if source.is_some() && needs_source {
+            topic_tables.insert(record.topic.clone(), name.clone());
+        }
         let ti = *by_name.entry(name.clone()).or_insert_with(|| {
             batch.tables.push(TableBatch { name, columns: Vec::new(), key_len: 0, steps: Vec::new(), first_origin: oi, collapse });
             batch.tables.len() - 1

@@ -13,14 +13,14 @@
 //! have dropped during COMMIT), so the next `put` reads the offsets again before writing:
 //! a batch is applied once, whatever the runtime redelivers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sluice_api::{ConnectError, ConnectResult, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
 
-use super::batch;
+use super::batch::{self, TableName};
 use super::config::JdbcSinkConfig;
 use super::dialect::{Dialect, ErrorKind, WriteError};
 use super::writer::PgWriter;
@@ -38,6 +38,8 @@ pub struct JdbcSinkTask {
     reread: bool,
     /// Consecutive failed writes.
     failures: u32,
+    /// The table of each topic, for tombstones (see `batch::build`).
+    topic_tables: HashMap<String, TableName>,
 }
 
 impl JdbcSinkTask {
@@ -91,8 +93,9 @@ impl JdbcSinkTask {
     async fn data_error(&mut self, records: &[SinkRecord], batch: &batch::Batch, e: WriteError) -> ConnectError {
         let cfg = self.cfg.clone().expect("started");
         let mut singles = Vec::with_capacity(records.len());
+        let mut tables = self.topic_tables.clone();
         for r in records {
-            match batch::build(&cfg, std::slice::from_ref(r)) {
+            match batch::build(&cfg, std::slice::from_ref(r), &mut tables) {
                 Ok(b) => singles.push(b),
                 Err(bad) => return ConnectError::fatal(format!("cannot write {}: {}", bad.origin, bad.reason)),
             }
@@ -149,7 +152,7 @@ impl SinkTask for JdbcSinkTask {
         let cfg = self.cfg.clone().expect("started");
         let connector = self.connector();
         for chunk in pending.chunks(cfg.batch_size) {
-            let batch = batch::build(&cfg, chunk).map_err(|bad| ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)))?;
+            let batch = batch::build(&cfg, chunk, &mut self.topic_tables).map_err(|bad| ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)))?;
             let dialect = self.dialect.as_mut().expect("started");
             match dialect.write(&connector, &batch).await {
                 Ok(()) => {
