@@ -8,3 +8,4 @@ mod errors;
 mod pipeline;
 mod rest;
 mod transforms;
+mod warehouse;

@@ -141,7 +141,9 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(
         listed,
         [
+            json!({"class": "io.confluent.connect.jdbc.JdbcSinkConnector", "type": "sink", "version": VERSION}),
             json!({"class": DATAGEN_CLASS, "type": "source", "version": VERSION}),
+            json!({"class": "io.debezium.connector.jdbc.JdbcSinkConnector", "type": "sink", "version": VERSION}),
             json!({"class": "io.debezium.connector.postgresql.PostgresConnector", "type": "source", "version": VERSION}),
             json!({"class": SINK_CLASS, "type": "sink", "version": VERSION}),
             json!({"class": SOURCE_CLASS, "type": "source", "version": VERSION}),

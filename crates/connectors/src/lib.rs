@@ -7,6 +7,7 @@ pub mod datagen;
 pub mod discard;
 pub mod file_sink;
 pub mod file_source;
+pub mod jdbc_sink;
 pub mod postgres;
 pub mod text;
 
@@ -14,7 +15,9 @@ use sluice_api::ConnectorPlugin;
 
 /// Every built-in connector with the Java class names users already have in their JSON.
 pub fn connectors() -> Vec<ConnectorPlugin> {
-    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()]
+    let mut all = vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()];
+    all.extend(jdbc_sink::plugins());
+    all
 }
 
 #[cfg(test)]
@@ -33,5 +36,8 @@ mod tests {
         assert!(all.iter().any(|p| p.matches("FileStreamSink")));
         assert!(all.iter().any(|p| p.matches("io.debezium.connector.postgresql.PostgresConnector")));
         assert!(all.iter().any(|p| p.matches("postgres")));
+        assert!(all.iter().any(|p| p.matches("io.confluent.connect.jdbc.JdbcSinkConnector")));
+        assert!(all.iter().any(|p| p.matches("io.debezium.connector.jdbc.JdbcSinkConnector")));
+        assert!(all.iter().any(|p| p.matches("jdbc-sink")));
     }
 }

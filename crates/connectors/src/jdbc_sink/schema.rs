@@ -1,0 +1,317 @@
+//! Connect schemas and values as PostgreSQL sees them: the column type a field gets when a
+//! table is created or evolved, and the text form of a value (PostgreSQL's input syntax,
+//! what `COPY … FROM STDIN` in text format reads).
+//!
+//! Debezium's logical types are recognised by schema name: `io.debezium.time.*` (epoch
+//! days, milli/micro/nanoseconds), `ZonedTimestamp`/`ZonedTime` (ISO strings), `Json`,
+//! `Uuid`, `Xml`, `Enum`, `VariableScaleDecimal`; and Connect's `Decimal`, `Date`, `Time`,
+//! `Timestamp`.
+
+use sluice_api::schema::logical;
+use sluice_api::{Schema, SchemaType, Value};
+
+/// Debezium's placeholder for an unchanged TOASTed column that the source did not send.
+pub const UNAVAILABLE_VALUE: &str = "__debezium_unavailable_value";
+
+pub mod names {
+    pub const DATE: &str = "io.debezium.time.Date";
+    pub const TIME: &str = "io.debezium.time.Time";
+    pub const MICRO_TIME: &str = "io.debezium.time.MicroTime";
+    pub const NANO_TIME: &str = "io.debezium.time.NanoTime";
+    pub const TIMESTAMP: &str = "io.debezium.time.Timestamp";
+    pub const MICRO_TIMESTAMP: &str = "io.debezium.time.MicroTimestamp";
+    pub const NANO_TIMESTAMP: &str = "io.debezium.time.NanoTimestamp";
+    pub const ZONED_TIMESTAMP: &str = "io.debezium.time.ZonedTimestamp";
+    pub const ZONED_TIME: &str = "io.debezium.time.ZonedTime";
+    pub const UUID: &str = "io.debezium.data.Uuid";
+    pub const JSON: &str = "io.debezium.data.Json";
+    pub const XML: &str = "io.debezium.data.Xml";
+    pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+}
+
+/// One value ready for the target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Cell {
+    Null,
+    /// PostgreSQL's text input form.
+    Text(String),
+    /// The source did not send this (unchanged, TOASTed) value: keep what the target has.
+    Unchanged,
+}
+
+impl Cell {
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Cell::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The PostgreSQL column type of a field with this schema.
+pub fn column_type(schema: &Schema) -> Result<String, String> {
+    if let Some(scale) = schema.decimal_scale() {
+        return Ok(match schema.parameter("connect.decimal.precision").and_then(|p| p.parse::<i32>().ok()) {
+            Some(p) if p >= scale && p > 0 => format!("numeric({p},{scale})"),
+            _ => "numeric".to_owned(),
+        });
+    }
+    let by_name = match schema.name.as_deref() {
+        Some(logical::DATE | names::DATE) => Some("date"),
+        Some(logical::TIME | names::TIME | names::MICRO_TIME | names::NANO_TIME) => Some("time"),
+        Some(logical::TIMESTAMP | names::TIMESTAMP | names::MICRO_TIMESTAMP | names::NANO_TIMESTAMP) => Some("timestamp"),
+        Some(names::ZONED_TIMESTAMP) => Some("timestamptz"),
+        Some(names::ZONED_TIME) => Some("timetz"),
+        Some(names::UUID) => Some("uuid"),
+        Some(names::JSON) => Some("jsonb"),
+        Some(names::XML) => Some("xml"),
+        Some(names::VARIABLE_SCALE_DECIMAL) => Some("numeric"),
+        _ => None,
+    };
+    if let Some(t) = by_name {
+        return Ok(t.to_owned());
+    }
+    Ok(match schema.kind {
+        SchemaType::Int8 | SchemaType::Int16 => "smallint".to_owned(),
+        SchemaType::Int32 => "integer".to_owned(),
+        SchemaType::Int64 => "bigint".to_owned(),
+        SchemaType::Float32 => "real".to_owned(),
+        SchemaType::Float64 => "double precision".to_owned(),
+        SchemaType::Boolean => "boolean".to_owned(),
+        SchemaType::String => "text".to_owned(),
+        SchemaType::Bytes => "bytea".to_owned(),
+        SchemaType::Array => {
+            let element = schema.value_schema.as_ref().ok_or("an array schema without an element schema")?;
+            if element.kind == SchemaType::Array {
+                return Err("nested arrays are not supported yet".to_owned());
+            }
+            format!("{}[]", column_type(element)?)
+        }
+        SchemaType::Map | SchemaType::Struct => return Err(format!("{} fields (schema {}) have no column type yet", schema.kind.json_name(), schema.name.as_deref().unwrap_or("unnamed"))),
+    })
+}
+
+/// Whether a value is Debezium's unavailable-value placeholder.
+pub fn is_unavailable(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s == UNAVAILABLE_VALUE,
+        Value::Bytes(b) => b == UNAVAILABLE_VALUE.as_bytes(),
+        Value::Array(items) => items.len() == 1 && is_unavailable(&items[0]),
+        _ => false,
+    }
+}
+
+/// A value of a field as a cell: the placeholder becomes [`Cell::Unchanged`].
+pub fn cell(value: &Value, schema: &Schema) -> Result<Cell, String> {
+    if value.is_null() {
+        return Ok(Cell::Null);
+    }
+    if is_unavailable(value) {
+        return Ok(Cell::Unchanged);
+    }
+    text(value, schema).map(Cell::Text)
+}
+
+/// PostgreSQL's text input form of a non-null value.
+pub fn text(value: &Value, schema: &Schema) -> Result<String, String> {
+    let bad = || format!("a {:?} value does not fit its {} schema{}", value, schema.kind.json_name(), schema.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
+    if let Some(scale) = schema.decimal_scale() {
+        let Value::Bytes(b) = value else { return Err(bad()) };
+        return Ok(decimal_text(b, scale));
+    }
+    let int = || value.as_i64().ok_or_else(bad);
+    match schema.name.as_deref() {
+        Some(logical::DATE | names::DATE) => return Ok(date_text(int()?)),
+        Some(logical::TIME | names::TIME) => return Ok(time_text(int()? * 1000)),
+        Some(names::MICRO_TIME) => return Ok(time_text(int()?)),
+        Some(names::NANO_TIME) => return Ok(time_text(int()? / 1000)),
+        Some(logical::TIMESTAMP | names::TIMESTAMP) => return Ok(timestamp_text(int()?.saturating_mul(1000))),
+        Some(names::MICRO_TIMESTAMP) => return Ok(timestamp_text(int()?)),
+        Some(names::NANO_TIMESTAMP) => return Ok(timestamp_text(int()?.div_euclid(1000))),
+        Some(names::VARIABLE_SCALE_DECIMAL) => {
+            let s = value.as_struct().ok_or_else(bad)?;
+            let scale = s.get("scale").and_then(Value::as_i64).ok_or_else(bad)?;
+            let Some(Value::Bytes(b)) = s.get("value") else { return Err(bad()) };
+            return Ok(decimal_text(b, scale as i32));
+        }
+        _ => {}
+    }
+    Ok(match value {
+        Value::Boolean(b) => if *b { "t" } else { "f" }.to_owned(),
+        Value::Int8(v) => v.to_string(),
+        Value::Int16(v) => v.to_string(),
+        Value::Int32(v) => v.to_string(),
+        Value::Int64(v) => v.to_string(),
+        Value::Float32(v) => float_text(f64::from(*v), v.to_string()),
+        Value::Float64(v) => float_text(*v, v.to_string()),
+        Value::String(s) => s.clone(),
+        Value::Bytes(b) => {
+            let mut out = String::with_capacity(2 + b.len() * 2);
+            out.push_str("\\x");
+            for byte in b {
+                out.push_str(&format!("{byte:02x}"));
+            }
+            out
+        }
+        Value::Array(items) => {
+            let element = schema.value_schema.as_deref().ok_or_else(bad)?;
+            let mut out = String::from("{");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if item.is_null() {
+                    out.push_str("NULL");
+                } else {
+                    out.push('"');
+                    for ch in text(item, element)?.chars() {
+                        if ch == '"' || ch == '\\' {
+                            out.push('\\');
+                        }
+                        out.push(ch);
+                    }
+                    out.push('"');
+                }
+            }
+            out.push('}');
+            out
+        }
+        Value::Null | Value::Map(_) | Value::Struct(_) => return Err(bad()),
+    })
+}
+
+fn float_text(v: f64, shown: String) -> String {
+    if v.is_nan() {
+        "NaN".to_owned()
+    } else if v.is_infinite() {
+        if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+    } else {
+        shown
+    }
+}
+
+/// The decimal text of a big-endian two's-complement unscaled value and its scale.
+pub fn decimal_text(bytes: &[u8], scale: i32) -> String {
+    let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
+    let mut mag: Vec<u8> = bytes.to_vec();
+    if negative {
+        for b in mag.iter_mut() {
+            *b = !*b;
+        }
+        for b in mag.iter_mut().rev() {
+            let (v, overflow) = b.overflowing_add(1);
+            *b = v;
+            if !overflow {
+                break;
+            }
+        }
+    }
+    // Magnitude to decimal digits by repeated division by 10.
+    let mut digits = Vec::new();
+    let mut cur: Vec<u8> = mag.into_iter().skip_while(|b| *b == 0).collect();
+    while !cur.is_empty() {
+        let mut rem = 0u32;
+        let mut next = Vec::with_capacity(cur.len());
+        for b in &cur {
+            let acc = (rem << 8) | u32::from(*b);
+            let q = acc / 10;
+            rem = acc % 10;
+            if !(next.is_empty() && q == 0) {
+                next.push(q as u8);
+            }
+        }
+        digits.push(b'0' + rem as u8);
+        cur = next;
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    let mut s = String::from_utf8(digits).expect("ascii digits");
+    if scale > 0 {
+        let scale = scale as usize;
+        if s.len() <= scale {
+            s = format!("{}{s}", "0".repeat(scale + 1 - s.len()));
+        }
+        s.insert(s.len() - scale, '.');
+    } else if scale < 0 && s != "0" {
+        s.push_str(&"0".repeat((-scale) as usize));
+    }
+    if negative {
+        s.insert(0, '-');
+    }
+    s
+}
+
+/// Year, month and day of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn date_text(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    if y <= 0 {
+        format!("{:04}-{m:02}-{d:02} BC", 1 - y)
+    } else {
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn time_text(micros: i64) -> String {
+    let micros = micros.rem_euclid(86_400_000_000);
+    let secs = micros / 1_000_000;
+    format!("{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, micros % 1_000_000)
+}
+
+fn timestamp_text(micros: i64) -> String {
+    let days = micros.div_euclid(86_400_000_000);
+    let (y, m, d) = civil_from_days(days);
+    let time = time_text(micros.rem_euclid(86_400_000_000));
+    if y <= 0 {
+        format!("{:04}-{m:02}-{d:02} {time} BC", 1 - y)
+    } else {
+        format!("{y:04}-{m:02}-{d:02} {time}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals() {
+        assert_eq!(decimal_text(&[0x7f], 2), "1.27");
+        assert_eq!(decimal_text(&[0x00, 0x80], 2), "1.28");
+        assert_eq!(decimal_text(&[0x80], 2), "-1.28");
+        assert_eq!(decimal_text(&[0xff, 0x7f], 2), "-1.29");
+        assert_eq!(decimal_text(&[0x05, 0xdc], 3), "1.500");
+        assert_eq!(decimal_text(&[0x01, 0x00, 0x00], 0), "65536");
+        assert_eq!(decimal_text(&[0], 2), "0.00");
+        assert_eq!(decimal_text(&[0x05], 4), "0.0005");
+        assert_eq!(decimal_text(&[0xff], 0), "-1");
+    }
+
+    #[test]
+    fn temporal_and_arrays() {
+        let s = |schema: Schema, v: Value| text(&v, &schema).unwrap();
+        assert_eq!(s(Schema::date(), Value::Int32(-1)), "1969-12-31");
+        assert_eq!(s(Schema::int64().named(names::MICRO_TIMESTAMP), Value::Int64(1_000_002)), "1970-01-01 00:00:01.000002");
+        assert_eq!(s(Schema::int64().named(names::MICRO_TIME), Value::Int64(3_600_500_000)), "01:00:00.500000");
+        assert_eq!(s(Schema::timestamp(), Value::Int64(-1)), "1969-12-31 23:59:59.999000");
+        let arr = Schema::array(Schema::string().optional().into_ref());
+        assert_eq!(s(arr.clone(), Value::Array(vec!["a".into(), Value::Null, "q\"x\\".into()])), r#"{"a",NULL,"q\"x\\"}"#);
+        assert_eq!(column_type(&arr).unwrap(), "text[]");
+        assert_eq!(s(Schema::bytes(), Value::Bytes(vec![0, 255])), "\\x00ff");
+        assert_eq!(column_type(&Schema::decimal(2).with_parameter("connect.decimal.precision", "10")).unwrap(), "numeric(10,2)");
+        assert_eq!(cell(&Value::String(UNAVAILABLE_VALUE.into()), &Schema::string()).unwrap(), Cell::Unchanged);
+        assert_eq!(cell(&Value::Array(vec![UNAVAILABLE_VALUE.into()]), &arr).unwrap(), Cell::Unchanged);
+    }
+}

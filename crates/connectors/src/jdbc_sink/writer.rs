@@ -1,0 +1,414 @@
+//! The PostgreSQL dialect: one transaction per batch.
+//!
+//! ```text
+//! BEGIN
+//!   per table: CREATE TABLE / ALTER TABLE ADD COLUMN (auto.create / auto.evolve)
+//!   per step:  TRUNCATE
+//!            | COPY keys → temp table; DELETE … USING temp
+//!              COPY rows → temp table (+ per-row list of unchanged columns)
+//!              upsert: INSERT … SELECT … ON CONFLICT (key) DO UPDATE   (rows without unchanged columns)
+//!                      UPDATE … SET c = CASE WHEN unchanged THEN t.c ELSE s.c END FROM temp
+//!                      INSERT … WHERE NOT EXISTS                       (rows with unchanged columns)
+//!              insert: INSERT … SELECT;  update: UPDATE … FROM temp
+//!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE   (next offset per partition)
+//! COMMIT
+//! ```
+//! A value the source did not send (Debezium's unavailable-value placeholder) is staged
+//! as NULL and its column listed in the row's `__sluice_unchanged`; the target keeps its
+//! current value for that column. The placeholder itself is never written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::SinkExt;
+use sluice_api::TopicPartition;
+use tokio_postgres::{Client, NoTls, Transaction};
+
+use super::batch::{Batch, Row, Step, TableBatch, TableName};
+use super::config::{InsertMode, JdbcSinkConfig};
+use super::dialect::{Dialect, ErrorKind, WriteError};
+use super::schema::{self, Cell};
+
+const UNCHANGED_COLUMN: &str = "__sluice_unchanged";
+/// COPY data is sent in chunks of about this size.
+const COPY_CHUNK: usize = 1 << 20;
+
+pub fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn qualified(t: &TableName) -> String {
+    match &t.schema {
+        Some(s) => format!("{}.{}", quote(s), quote(&t.table)),
+        None => quote(&t.table),
+    }
+}
+
+/// Classifies a driver error by what it calls for.
+fn classify(context: &str, e: tokio_postgres::Error) -> WriteError {
+    let kind = match e.code().map(|c| c.code()) {
+        None => ErrorKind::Retriable,
+        Some(code) => match &code[..2] {
+            "08" | "40" | "53" | "57" | "58" => ErrorKind::Retriable,
+            "55" if code == "55P03" => ErrorKind::Retriable,
+            "22" | "23" | "42" | "44" | "2B" => ErrorKind::Data,
+            _ => ErrorKind::Fatal,
+        },
+    };
+    let mut message = context.to_owned();
+    if let Some(db) = e.as_db_error() {
+        message.push_str(&format!(": {} (SQLSTATE {})", db.message(), db.code().code()));
+        if let Some(d) = db.detail() {
+            message.push_str(&format!("; {d}"));
+        }
+        if let Some(w) = db.where_() {
+            message.push_str(&format!("; {}", w.replace('\n', " / ")));
+        }
+    }
+    WriteError { kind, message, source: Some(Box::new(e)), origin: None }
+}
+
+pub struct PgWriter {
+    cfg: Arc<JdbcSinkConfig>,
+    client: Option<Client>,
+    /// Column name → type of each table seen, as the catalog has them.
+    tables: HashMap<TableName, Vec<(String, String)>>,
+}
+
+impl PgWriter {
+    pub fn new(cfg: Arc<JdbcSinkConfig>) -> Self {
+        Self { cfg, client: None, tables: HashMap::new() }
+    }
+
+    fn offsets_table(&self) -> String {
+        self.cfg.offsets_table.split('.').map(quote).collect::<Vec<_>>().join(".")
+    }
+
+    async fn open(&mut self) -> Result<&mut Client, WriteError> {
+        if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
+            return Ok(self.client.as_mut().expect("checked"));
+        }
+        self.client = None;
+        self.tables.clear();
+        let pg = self.cfg.pg_config();
+        let mut attempt = 0;
+        let client = loop {
+            attempt += 1;
+            match pg.connect(NoTls).await {
+                Ok((client, conn)) => {
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!(error = %e, "target connection closed");
+                        }
+                    });
+                    break client;
+                }
+                Err(e) if attempt < self.cfg.connection_attempts => {
+                    tracing::warn!(attempt, error = %e, "cannot connect to the target; trying again");
+                    tokio::time::sleep(Duration::from_millis(self.cfg.connection_backoff_ms)).await;
+                }
+                Err(e) => {
+                    let mut err = classify(&format!("cannot connect to {}:{}/{}", self.cfg.url.host, self.cfg.url.port, self.cfg.url.dbname), e);
+                    if err.kind == ErrorKind::Data {
+                        err.kind = ErrorKind::Fatal; // e.g. a wrong password or a missing database
+                    }
+                    return Err(err);
+                }
+            }
+        };
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {} (connector text NOT NULL, topic text NOT NULL, partition integer NOT NULL, \
+             next_offset bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (connector, topic, partition))",
+            self.offsets_table()
+        );
+        if let Err(e) = client.batch_execute(&ddl).await {
+            // Two tasks creating it at once: one loses the race and retries.
+            let mut err = classify("cannot create the offsets table", e);
+            if err.kind == ErrorKind::Data {
+                err.kind = ErrorKind::Retriable;
+            }
+            return Err(err);
+        }
+        Ok(self.client.insert(client))
+    }
+}
+
+/// Looks a table's columns up; empty when the table does not exist.
+async fn columns_of(tx: &Transaction<'_>, t: &TableName) -> Result<Vec<(String, String)>, WriteError> {
+    let rows = tx
+        .query(
+            "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            &[&qualified(t)],
+        )
+        .await
+        .map_err(|e| classify(&format!("cannot read the columns of {t}"), e))?;
+    Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+}
+
+/// Creates or evolves the table as needed; returns the target type of each batch column.
+async fn ensure_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, tb: &TableBatch) -> Result<Vec<String>, WriteError> {
+    let data = |message: String| WriteError { kind: ErrorKind::Data, message, source: None, origin: Some(tb.first_origin) };
+    let lookup = |cols: &[(String, String)]| -> Vec<Option<String>> { tb.columns.iter().map(|c| cols.iter().find(|(n, _)| *n == c.name).map(|(_, t)| t.clone())).collect() };
+    if let Some(cols) = cache.get(&tb.name) {
+        let types = lookup(cols);
+        if types.iter().all(Option::is_some) {
+            return Ok(types.into_iter().flatten().collect());
+        }
+    }
+    let mut cols = columns_of(tx, &tb.name).await?;
+    let target_types = |c: &super::batch::Column| schema::column_type(&c.schema).map_err(|e| data(format!("column {} of {}: {e}", c.name, tb.name)));
+    if cols.is_empty() {
+        if !cfg.auto_create {
+            return Err(data(format!("table {} does not exist; create it, or set auto.create=true (schema.evolution=basic)", tb.name)));
+        }
+        let mut defs = Vec::new();
+        for (i, c) in tb.columns.iter().enumerate() {
+            defs.push(format!("{} {}{}", quote(&c.name), target_types(c)?, if i < tb.key_len { " NOT NULL" } else { "" }));
+        }
+        if tb.key_len > 0 {
+            let keys: Vec<String> = tb.columns[..tb.key_len].iter().map(|c| quote(&c.name)).collect();
+            defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+        }
+        let sql = format!("CREATE TABLE IF NOT EXISTS {} ({})", qualified(&tb.name), defs.join(", "));
+        tracing::info!(table = %tb.name, %sql, "creating table");
+        tx.batch_execute(&sql).await.map_err(|e| classify(&format!("cannot create table {}", tb.name), e))?;
+        cols = columns_of(tx, &tb.name).await?;
+    }
+    let missing: Vec<&super::batch::Column> = tb.columns.iter().filter(|c| !cols.iter().any(|(n, _)| *n == c.name)).collect();
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|c| c.name.as_str()).collect();
+        if !cfg.auto_evolve {
+            return Err(data(format!("table {} has no column {}; add it, or set auto.evolve=true (schema.evolution=basic)", tb.name, names.join(", "))));
+        }
+        let mut adds = Vec::new();
+        for c in &missing {
+            adds.push(format!("ADD COLUMN IF NOT EXISTS {} {}", quote(&c.name), target_types(c)?));
+        }
+        let sql = format!("ALTER TABLE {} {}", qualified(&tb.name), adds.join(", "));
+        tracing::info!(table = %tb.name, %sql, "adding columns");
+        tx.batch_execute(&sql).await.map_err(|e| classify(&format!("cannot add columns to {}", tb.name), e))?;
+        cols = columns_of(tx, &tb.name).await?;
+    }
+    let types = lookup(&cols);
+    cache.insert(tb.name.clone(), cols);
+    types.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| data(format!("column {} of {} is still missing", tb.columns[i].name, tb.name)))).collect()
+}
+
+/// Appends one COPY text-format field.
+fn copy_field(out: &mut Vec<u8>, cell: Option<&str>) {
+    match cell {
+        None => out.extend_from_slice(b"\\N"),
+        Some(s) => {
+            for b in s.bytes() {
+                match b {
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    _ => out.push(b),
+                }
+            }
+        }
+    }
+}
+
+/// Creates a temporary table with these columns (dropped at commit) and copies the rows in.
+/// With `mask`, a last column lists the (1-based) columns each row leaves unchanged.
+async fn stage(tx: &Transaction<'_>, name: &str, columns: &[(&str, &str)], rows: &[&Row], mask: bool) -> Result<(), WriteError> {
+    let mut defs: Vec<String> = columns.iter().map(|(n, t)| format!("{} {t}", quote(n))).collect();
+    if mask {
+        defs.push(format!("{UNCHANGED_COLUMN} integer[]"));
+    }
+    tx.batch_execute(&format!("CREATE TEMP TABLE {name} ({}) ON COMMIT DROP", defs.join(", ")))
+        .await
+        .map_err(|e| classify("cannot create a staging table", e))?;
+    let sink = tx.copy_in::<_, Bytes>(&format!("COPY {name} FROM STDIN")).await.map_err(|e| classify("cannot start COPY", e))?;
+    futures_util::pin_mut!(sink);
+    let mut buf = Vec::with_capacity(COPY_CHUNK + 4096);
+    for row in rows {
+        let mut unchanged = Vec::new();
+        for i in 0..columns.len() {
+            if i > 0 {
+                buf.push(b'\t');
+            }
+            let cell = row.cell(i);
+            if *cell == Cell::Unchanged {
+                unchanged.push((i + 1).to_string());
+            }
+            copy_field(&mut buf, cell.text());
+        }
+        if mask {
+            buf.push(b'\t');
+            if unchanged.is_empty() {
+                copy_field(&mut buf, None);
+            } else {
+                copy_field(&mut buf, Some(&format!("{{{}}}", unchanged.join(","))));
+            }
+        }
+        buf.push(b'\n');
+        if buf.len() >= COPY_CHUNK {
+            sink.send(Bytes::from(std::mem::take(&mut buf))).await.map_err(|e| classify("COPY into a staging table failed", e))?;
+        }
+    }
+    if !buf.is_empty() {
+        sink.send(Bytes::from(buf)).await.map_err(|e| classify("COPY into a staging table failed", e))?;
+    }
+    sink.as_mut().finish().await.map_err(|e| classify("COPY into a staging table failed", e))?;
+    Ok(())
+}
+
+/// Applies one table's steps.
+async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, tb: &TableBatch, n: &mut usize) -> Result<(), WriteError> {
+    if tb.steps.is_empty() {
+        return Ok(());
+    }
+    let types = ensure_table(tx, cfg, cache, tb).await?;
+    let target = qualified(&tb.name);
+    let cols: Vec<(&str, &str)> = tb.columns.iter().zip(&types).map(|(c, t)| (c.name.as_str(), t.as_str())).collect();
+    let keys = &cols[..tb.key_len];
+    let values = &cols[tb.key_len..];
+    let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+    let key_match = |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
+    let at = |e: WriteError, origin: usize| WriteError { origin: e.origin.or(Some(origin)), ..e };
+    for step in &tb.steps {
+        match step {
+            Step::Truncate { origin } => {
+                tx.batch_execute(&format!("TRUNCATE TABLE {target}")).await.map_err(|e| at(classify(&format!("cannot truncate {}", tb.name), e), *origin))?;
+            }
+            Step::Apply(seg) => {
+                if !seg.deletes.is_empty() {
+                    *n += 1;
+                    let name = format!("sluice_delete_{n}");
+                    let rows: Vec<&Row> = seg.deletes.iter().collect();
+                    stage(tx, &name, keys, &rows, false).await.map_err(|e| at(e, rows[0].origin))?;
+                    tx.batch_execute(&format!("DELETE FROM {target} AS t USING {name} AS s WHERE {}", key_match("t", "s")))
+                        .await
+                        .map_err(|e| at(classify(&format!("cannot delete from {}", tb.name), e), rows[0].origin))?;
+                }
+                let rows: Vec<&Row> = seg.rows().collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                *n += 1;
+                let name = format!("sluice_stage_{n}");
+                let first = rows[0].origin;
+                stage(tx, &name, &cols, &rows, true).await.map_err(|e| at(e, first))?;
+                let masked = rows.iter().any(|r| r.has_unchanged());
+                let keep_unchanged = |i: usize, c: &str| format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c));
+                let set_masked: Vec<String> = values.iter().enumerate().map(|(j, (c, _))| keep_unchanged(tb.key_len + j, c)).collect();
+                let select_nulling: Vec<String> =
+                    cols.iter().enumerate().map(|(i, (c, _))| format!("CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN NULL ELSE s.{} END", i + 1, quote(c))).collect();
+                let mut statements = Vec::new();
+                match cfg.insert_mode {
+                    InsertMode::Upsert => {
+                        let conflict = if values.is_empty() {
+                            "DO NOTHING".to_owned()
+                        } else {
+                            format!("DO UPDATE SET {}", values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", "))
+                        };
+                        let keys_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+                        statements.push(format!(
+                            "INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name} WHERE {UNCHANGED_COLUMN} IS NULL ON CONFLICT ({keys_list}) {conflict}"
+                        ));
+                        if masked {
+                            if !set_masked.is_empty() {
+                                statements.push(format!(
+                                    "UPDATE {target} AS t SET {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND {}",
+                                    set_masked.join(", "),
+                                    key_match("t", "s")
+                                ));
+                            }
+                            statements.push(format!(
+                                "INSERT INTO {target} ({col_list}) SELECT {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {target} AS t WHERE {})",
+                                select_nulling.join(", "),
+                                key_match("t", "s")
+                            ));
+                        }
+                    }
+                    InsertMode::Insert => statements.push(format!("INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name}")),
+                    InsertMode::Update => {
+                        if !set_masked.is_empty() {
+                            statements.push(format!("UPDATE {target} AS t SET {} FROM {name} AS s WHERE {}", set_masked.join(", "), key_match("t", "s")));
+                        }
+                    }
+                }
+                for sql in statements {
+                    tx.batch_execute(&sql).await.map_err(|e| at(classify(&format!("cannot write to {}", tb.name), e), first))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn apply(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, batch: &Batch, n: &mut usize) -> Result<(), WriteError> {
+    for tb in &batch.tables {
+        apply_table(tx, cfg, cache, tb, n).await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Dialect for PgWriter {
+    async fn connect(&mut self) -> Result<(), WriteError> {
+        self.open().await.map(|_| ())
+    }
+
+    async fn read_offsets(&mut self, connector: &str) -> Result<BTreeMap<TopicPartition, i64>, WriteError> {
+        let sql = format!("SELECT topic, partition, next_offset FROM {} WHERE connector = $1", self.offsets_table());
+        let client = self.open().await?;
+        let rows = client.query(&sql, &[&connector]).await.map_err(|e| classify("cannot read the offsets table", e))?;
+        Ok(rows.iter().map(|r| (TopicPartition::new(r.get::<_, String>(0), r.get::<_, i32>(1)), r.get::<_, i64>(2))).collect())
+    }
+
+    async fn write(&mut self, connector: &str, batch: &Batch) -> Result<(), WriteError> {
+        let offsets_sql = format!(
+            "INSERT INTO {} (connector, topic, partition, next_offset) SELECT $1, t, p, o FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o) \
+             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()",
+            self.offsets_table()
+        );
+        let cfg = self.cfg.clone();
+        let mut cache = std::mem::take(&mut self.tables);
+        let client = self.open().await?;
+        let result = async {
+            let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
+            let mut n = 0;
+            apply(&tx, &cfg, &mut cache, batch, &mut n).await?;
+            let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
+            let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
+            let next: Vec<i64> = batch.offsets.values().copied().collect();
+            tx.execute(&offsets_sql, &[&connector, &topics, &partitions, &next]).await.map_err(|e| classify("cannot store offsets", e))?;
+            tx.commit().await.map_err(|e| classify("cannot commit", e))
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                self.tables = cache;
+                Ok(())
+            }
+            Err(e) => {
+                // Rolled back: DDL of this transaction too, so forget what was learnt.
+                self.tables.clear();
+                Err(e)
+            }
+        }
+    }
+
+    async fn find_failing(&mut self, batches: &[Batch]) -> Option<(usize, WriteError)> {
+        let cfg = self.cfg.clone();
+        let client = self.open().await.ok()?;
+        let tx = client.transaction().await.ok()?;
+        let mut cache = HashMap::new();
+        let mut n = 0;
+        for (i, b) in batches.iter().enumerate() {
+            if let Err(e) = apply(&tx, &cfg, &mut cache, b, &mut n).await {
+                return Some((i, e));
+            }
+        }
+        None
+    }
+}
