@@ -7,5 +7,6 @@ mod docker;
 mod errors;
 mod pipeline;
 mod rest;
+mod secrets;
 mod transforms;
 mod warehouse;

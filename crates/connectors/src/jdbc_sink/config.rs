@@ -223,15 +223,17 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
 /// Parses `jdbc:postgresql://host[:port]/db[?k=v&…]`. Parameters this version does not
 /// implement are rejected by name.
 pub fn parse_url(url: &str) -> Result<PgUrl, String> {
+    // Messages quote the URL without its password.
+    let shown = sluice_api::secret::redact_urls(url);
     let url = url.trim();
     let Some(rest) = url.strip_prefix("jdbc:postgresql://") else {
         return Err(if url.starts_with("jdbc:") {
-            format!("{url:?}: only PostgreSQL targets (jdbc:postgresql://host:port/database) are supported yet")
+            format!("{shown:?}: only PostgreSQL targets (jdbc:postgresql://host:port/database) are supported yet")
         } else {
-            format!("{url:?} is not a JDBC URL; expected jdbc:postgresql://host:port/database")
+            format!("{shown:?} is not a JDBC URL; expected jdbc:postgresql://host:port/database")
         });
     };
-    let (hostport, path) = rest.split_once('/').ok_or_else(|| format!("{url:?} names no database; expected jdbc:postgresql://host:port/database"))?;
+    let (hostport, path) = rest.split_once('/').ok_or_else(|| format!("{shown:?} names no database; expected jdbc:postgresql://host:port/database"))?;
     let (db, query) = path.split_once('?').unwrap_or((path, ""));
     if hostport.contains(',') {
         return Err("several hosts in connection.url are not supported yet; name one host".to_owned());
@@ -242,7 +244,7 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() || db.is_empty() {
-        return Err(format!("{url:?} needs a host and a database"));
+        return Err(format!("{shown:?} needs a host and a database"));
     }
     let mut out = PgUrl {
         host: host.to_owned(),

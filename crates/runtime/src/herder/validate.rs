@@ -160,7 +160,8 @@ pub fn redact(def: &ConfigDef, props: &Props) -> Props {
             if secret && !v.is_empty() && !(v.starts_with("${") && v.ends_with('}')) {
                 (k.clone(), sluice_api::secret::REDACTED.to_owned())
             } else {
-                (k.clone(), v.clone())
+                // A connection URL may carry a password too.
+                (k.clone(), sluice_api::secret::redact_urls(v))
             }
         })
         .collect()

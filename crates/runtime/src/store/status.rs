@@ -64,13 +64,15 @@ impl StatusStore {
         json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": 0 })
     }
 
-    pub fn put_connector(&self, name: &str, status: StateInfo) {
+    pub fn put_connector(&self, name: &str, mut status: StateInfo) {
+        status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
         let record = Self::status_json(&status);
         self.board.lock().expect("status lock").connectors.insert(name.to_owned(), status);
         self.persist(vec![(format!("status-connector-{name}"), Some(record))]);
     }
 
-    pub fn put_task(&self, id: &ConnectorTaskId, status: StateInfo) {
+    pub fn put_task(&self, id: &ConnectorTaskId, mut status: StateInfo) {
+        status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
         let record = Self::status_json(&status);
         self.board.lock().expect("status lock").tasks.insert(id.clone(), status);
         self.persist(vec![(format!("status-task-{}-{}", id.connector, id.task), Some(record))]);
