@@ -6,4 +6,5 @@ mod crash;
 mod docker;
 mod errors;
 mod pipeline;
+mod postgres;
 mod rest;
