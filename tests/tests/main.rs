@@ -6,6 +6,7 @@ mod crash;
 mod docker;
 mod errors;
 mod pipeline;
+mod postgres;
 mod rest;
 mod secrets;
 mod transforms;

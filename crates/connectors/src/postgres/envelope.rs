@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
+use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SchemaType, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
 
 use super::catalog::TableId;
 use super::decode::Datum;
@@ -160,6 +160,9 @@ impl TableSchema {
         for (col, datum) in self.columns.iter().zip(datums) {
             let Some(col) = col else { continue };
             values.push(match datum {
+                // A delete's or key change's old tuple under REPLICA IDENTITY DEFAULT holds
+                // only the key: the other required columns get Debezium's fallback value.
+                Datum::Null if !col.optional => fallback(&self.value_schema.fields[values.len()].schema),
                 Datum::Null => Value::Null,
                 Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
                 Datum::Text(t) => mapping::value(&col.ty, self.modes, t)
@@ -241,6 +244,30 @@ impl TableSchema {
 
 pub type SharedTable = Arc<TableSchema>;
 
+/// The value Debezium puts in a required field that has no value (its schema default, else
+/// zero, false, empty).
+fn fallback(schema: &Schema) -> Value {
+    if let Some(d) = &schema.default {
+        return d.clone();
+    }
+    match schema.kind {
+        SchemaType::Int8 => Value::Int8(0),
+        SchemaType::Int16 => Value::Int16(0),
+        SchemaType::Int32 => Value::Int32(0),
+        SchemaType::Int64 => Value::Int64(0),
+        SchemaType::Float32 => Value::Float32(0.0),
+        SchemaType::Float64 => Value::Float64(0.0),
+        SchemaType::Boolean => Value::Boolean(false),
+        SchemaType::String => Value::String(String::new()),
+        // A Decimal's unscaled value must have at least one byte.
+        SchemaType::Bytes if schema.name.as_deref() == Some("org.apache.kafka.connect.data.Decimal") => Value::Bytes(vec![0]),
+        SchemaType::Bytes => Value::Bytes(Vec::new()),
+        SchemaType::Array => Value::Array(Vec::new()),
+        SchemaType::Map => Value::Map(Vec::new()),
+        SchemaType::Struct => Value::Struct(Struct::from_values(schema.clone().into_ref(), schema.fields.iter().map(|f| fallback(&f.schema)).collect())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +296,30 @@ mod tests {
         let source = env.get("source").unwrap().as_struct().unwrap();
         assert_eq!(source.get("connector"), Some(&Value::String("postgresql".into())));
         assert_eq!(source.get("txId"), Some(&Value::Int64(9)));
+    }
+
+    #[test]
+    fn a_key_only_old_tuple_fills_required_columns_with_fallbacks() {
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let specs = vec![
+            ColumnSpec { name: "id".into(), ty: Some(PgType::Int8), not_null: true, pk_position: Some(1) },
+            ColumnSpec { name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
+            ColumnSpec { name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
+            ColumnSpec { name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
+            ColumnSpec { name: "maybe".into(), ty: Some(PgType::Int4), not_null: false, pk_position: None },
+        ];
+        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        // What pgoutput sends as a delete's old key under REPLICA IDENTITY DEFAULT.
+        let before = t.row(&[Datum::Text("7".into()), Datum::Null, Datum::Null, Datum::Null, Datum::Null]).unwrap();
+        let before = before.as_struct().unwrap();
+        assert_eq!(before.get("id"), Some(&Value::Int64(7)));
+        assert_eq!(before.get("v"), Some(&Value::Int32(0)));
+        assert_eq!(before.get("note"), Some(&Value::String(String::new())));
+        assert_eq!(before.get("flag"), Some(&Value::Boolean(false)));
+        assert_eq!(before.get("maybe"), Some(&Value::Null));
+        // Every required field has a value: a converter accepts it.
+        for f in &before.schema().fields {
+            assert!(f.schema.optional || !before.get(&f.name).unwrap().is_null(), "{} is required but null", f.name);
+        }
     }
 }

@@ -10,8 +10,15 @@
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
 //!
-//! Progress tracking: see `offset.rs`. The flush LSN reported to Postgres only ever comes
-//! from offsets the runtime made durable, and never moves back.
+//! Progress tracking: see `offset.rs`. The flush LSN reported to Postgres never moves back
+//! and never passes a change that is not durable: it is the position of offsets the
+//! runtime made durable or, while everything handed out is durable, the WAL end of a
+//! keepalive received between transactions (as pgjdbc does for Debezium). The latter lets
+//! the slot follow an idle database, and lets a fast Postgres shutdown (which waits for
+//! the walsender's sent position to be confirmed) finish while the stream is connected.
+//! It also means the slot may be ahead of the stored offset; a restart then streams from
+//! the slot, as Debezium does. Offsets restored from an older backup are therefore not
+//! detected (a missing slot still is).
 //!
 //! Transports: `tokio-postgres` for catalog queries and snapshots, `pgwire-replication`
 //! for the replication protocol (its reader task keeps sending standby status while the
@@ -19,10 +26,8 @@
 //! and `prefer` (which then connects in plain text, like a libpq without SSL support).
 //!
 //! Known gaps of this version:
-//! - Standby status reports the confirmed LSN as written, flushed and applied alike (the
-//!   transport has one position). A *fast* or *smart* Postgres shutdown waits until every
-//!   logical walsender's sent WAL is reported written, so it waits for this connector to
-//!   disconnect. Needs a transport that reports the received position as written.
+//! - A fast Postgres shutdown still waits while records are in flight: until the runtime
+//!   makes them durable (the next offset flush) or the connector disconnects.
 //! - `status.update.interval.ms` must stay below the server's `wal_sender_timeout`.
 //! - An interrupted snapshot is redone from the start; when the slot already exists the
 //!   redo uses a fresh snapshot, so changes between the slot position and it may repeat.

@@ -15,8 +15,14 @@
 //! Progress rules:
 //! - The **resume position** of an offset is `lsn_commit` when present, else `lsn`.
 //!   Postgres resends every transaction whose commit LSN is at or after it.
-//! - Only a resume position from offsets the runtime reported durable is ever confirmed
-//!   to Postgres ([`Confirmed::advance`]); it never moves back.
+//! - The confirmed LSN moves only through [`Confirmed::advance`], never back, and only to
+//!   a position with nothing unhanded or non-durable before it ([`Progress`]): the resume
+//!   position of an offset the runtime reported durable, or, while every record handed
+//!   out is durable, the WAL end of a keepalive received between transactions (nothing
+//!   before it is left to send; confirming it lets the slot follow an idle database and
+//!   lets a fast Postgres shutdown finish).
+//! - So the slot can be ahead of the stored offset; on restart Postgres then resends from
+//!   the slot's position, and nothing of interest lies in between.
 //! - On restart inside a transaction, the changes of the transaction with commit LSN
 //!   `lsn_commit` up to and including `txn_seq` are skipped: they are in the log already.
 
@@ -161,9 +167,105 @@ impl Confirmed {
     }
 }
 
+/// What may be confirmed: the records handed out and not yet reported durable, and the
+/// newest idle server position seen.
+///
+/// "Durable" is recognised by offset equality: the runtime reports the newest offset of a
+/// polled batch, and the last record of a batch has an offset no earlier record shares
+/// outside that batch (the records of one change, such as a key change's delete,
+/// tombstone and create, share an offset but always travel in one batch).
+#[derive(Debug, Default)]
+pub struct Progress {
+    confirmed: Confirmed,
+    /// Offset of the newest record handed out, until an equal offset is reported durable.
+    pending: Option<SourceOffset>,
+    /// Newest keepalive WAL end seen between transactions: every change before it was
+    /// handed out by the time it was seen.
+    idle_end: Lsn,
+}
+
+impl Progress {
+    pub fn new(confirmed: Lsn) -> Self {
+        Self { confirmed: Confirmed::new(confirmed), ..Self::default() }
+    }
+
+    pub fn confirmed(&self) -> Lsn {
+        self.confirmed.get()
+    }
+
+    /// Whether every record handed out is durable.
+    pub fn drained(&self) -> bool {
+        self.pending.is_none()
+    }
+
+    /// A batch was handed out; `newest` is the offset of its last record.
+    pub fn handed(&mut self, newest: Option<&SourceOffset>) {
+        if let Some(o) = newest {
+            self.pending = Some(o.clone());
+        }
+    }
+
+    /// The server's WAL end from a keepalive received between transactions, after every
+    /// record decoded before it was handed out (see [`Progress::handed`]). Returns the LSN
+    /// to confirm now, if any.
+    pub fn server_idle(&mut self, wal_end: Lsn) -> Option<Lsn> {
+        self.idle_end = self.idle_end.max(wal_end);
+        if self.drained() {
+            self.confirmed.advance(self.idle_end)
+        } else {
+            None
+        }
+    }
+
+    /// The runtime made everything up to `durable` durable. Returns the LSN to confirm
+    /// now, if any.
+    pub fn committed(&mut self, durable: &SourceOffset) -> ConnectResult<Option<Lsn>> {
+        let resume = StoredOffset::parse(durable)?.resume_lsn();
+        if self.pending.as_ref() == Some(durable) {
+            self.pending = None;
+        }
+        let to = if self.drained() { resume.max(self.idle_end) } else { resume };
+        Ok(self.confirmed.advance(to))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_end_is_confirmed_only_once_everything_handed_out_is_durable() {
+        let first = change_offset(Lsn(100), Lsn(120), 1, 0, 1);
+        let second = change_offset(Lsn(205), Lsn(208), 2, 0, 1);
+        let mut p = Progress::new(Lsn(50));
+        // Idle, nothing handed out: the keepalive is confirmed at once.
+        assert_eq!(p.server_idle(Lsn(90)), Some(Lsn(90)));
+        // A change is handed out: a later keepalive must not confirm past it.
+        p.handed(Some(&first));
+        assert_eq!(p.server_idle(Lsn(200)), None);
+        assert_eq!(p.confirmed(), Lsn(90));
+        // A second batch is handed out before the first is durable.
+        p.handed(Some(&second));
+        assert_eq!(p.committed(&first).unwrap(), Some(Lsn(120)), "only the durable offset's position");
+        assert_eq!(p.server_idle(Lsn(210)), None);
+        // Everything durable: the keepalive seen meanwhile is confirmed.
+        assert_eq!(p.committed(&second).unwrap(), Some(Lsn(210)));
+        assert_eq!(p.server_idle(Lsn(220)), Some(Lsn(220)));
+        // An older commit never moves it back, nor makes it pending.
+        assert_eq!(p.committed(&first).unwrap(), None);
+        assert_eq!(p.confirmed(), Lsn(220));
+        assert!(p.drained());
+    }
+
+    #[test]
+    fn an_empty_batch_changes_nothing() {
+        let o = change_offset(Lsn(100), Lsn(120), 1, 0, 1);
+        let mut p = Progress::new(Lsn(0));
+        p.handed(Some(&o));
+        p.handed(None);
+        assert!(!p.drained());
+        assert_eq!(p.server_idle(Lsn(500)), None);
+    }
 
     #[test]
     fn confirmed_never_moves_back() {

@@ -7,12 +7,16 @@
 //!        │ standby status:              │ while it is full the reader keeps sending
 //!        │ flush = confirmed LSN        │ status updates, so wal_sender_timeout never
 //!        │                              ▼ fires under backpressure
-//!  Stream::update_confirmed ◀── task.commit ◀── runtime (offsets durable)
-//!                                   Stream::poll_batch ──▶ records ──▶ runtime
+//!  Stream::confirm ◀── Progress ◀── task.commit ◀── runtime (offsets durable)
+//!                         ▲
+//!                         └── keepalive WAL end (between transactions)
+//!                               Stream::poll_batch ──▶ records ──▶ runtime
 //! ```
 //!
-//! Only the confirmed LSN (from offsets the runtime made durable) is ever reported as
-//! flushed; what was merely received is never acknowledged.
+//! Only the confirmed LSN is ever reported as flushed (see `offset.rs`, `Progress`): the
+//! position of offsets the runtime made durable, or, once everything handed out is
+//! durable, the WAL end of a keepalive received between transactions. Changes merely
+//! received are never acknowledged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,6 +99,14 @@ pub struct Handed {
     pub skip: Option<Skip>,
 }
 
+/// What one [`Stream::poll_batch`] read.
+pub struct Batch {
+    pub records: Vec<SourceRecord>,
+    /// The WAL end of the newest keepalive received between transactions: once `records`
+    /// (and everything handed out before) are durable, nothing before it is left.
+    pub idle_end: Option<Lsn>,
+}
+
 pub struct StreamContext<'a> {
     pub cfg: &'a PostgresConfig,
     pub catalog: &'a Client,
@@ -143,10 +155,19 @@ impl Stream {
         }
     }
 
-    /// Reads events until `max` records are ready or `deadline` passes. `handed` is moved
-    /// past every record returned.
-    pub async fn poll_batch(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Vec<SourceRecord>> {
+    /// Reads events until `max` records are ready or `deadline` passes. On success `handed`
+    /// is moved past every record returned; on an error it stays where it was, so the next
+    /// session resends the records this call decoded and dropped.
+    pub async fn poll_batch(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Batch> {
+        let mut moved = *handed;
+        let batch = self.read(ctx, max, deadline, &mut moved).await?;
+        *handed = moved;
+        Ok(batch)
+    }
+
+    async fn read(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Batch> {
         let mut out = Vec::new();
+        let mut idle_end = None;
         while out.len() < max {
             let event = match tokio::time::timeout_at(deadline, self.client.recv()).await {
                 Err(_) => break,
@@ -170,6 +191,10 @@ impl Stream {
                     self.apply(ctx, msg, wal_start, &mut out, handed).await?;
                 }
                 ReplicationEvent::KeepAlive { wal_end, .. } => {
+                    if self.txn.is_none() {
+                        // Every change before it has been decoded into `out` or handed out.
+                        idle_end = Some(wal_end);
+                    }
                     let hb = ctx.cfg.heartbeat_interval_ms;
                     if hb > 0 && self.txn.is_none() && wal_end > self.heartbeat_lsn && self.last_heartbeat.elapsed() >= Duration::from_millis(hb) {
                         self.heartbeat_lsn = wal_end;
@@ -181,7 +206,7 @@ impl Stream {
                 ReplicationEvent::Message { .. } | ReplicationEvent::StoppedAt { .. } => {}
             }
         }
-        Ok(out)
+        Ok(Batch { records: out, idle_end })
     }
 
     async fn relation(&mut self, ctx: &mut StreamContext<'_>, rel: Relation) -> ConnectResult<()> {

@@ -5,7 +5,8 @@
 //! ```text
 //! start: offsets + slot ──▶ plan ─┬─ snapshot (exported by a new slot, or a fresh one) ─▶ stream
 //!                                 └─ stream from the stored position (fails loudly when
-//!                                    the slot has moved past it)
+//!                                    the slot is gone; when the slot is ahead, Postgres
+//!                                    resends from the slot: see offset.rs)
 //! ```
 
 use std::time::Duration;
@@ -20,7 +21,7 @@ use super::catalog::{self, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::mapping::Modes;
-use super::offset::{self, Confirmed, SnapshotState, StoredOffset};
+use super::offset::{self, Progress, SnapshotState, StoredOffset};
 use super::replication::{self, Handed, Stream, StreamContext};
 use super::snapshot::{SnapshotReader, SnapshotSettings};
 
@@ -44,7 +45,7 @@ struct Running {
     partition: SourcePartition,
     phase: Phase,
     stream: Option<Stream>,
-    confirmed: Confirmed,
+    progress: Progress,
     handed: Handed,
     shutdown: CancellationToken,
 }
@@ -52,15 +53,6 @@ struct Running {
 #[derive(Default)]
 pub struct PostgresSourceTask {
     running: Option<Running>,
-}
-
-fn behind_message(cfg: &PostgresConfig, stored: Lsn, slot: Lsn) -> String {
-    format!(
-        "the stored offset (lsn {stored}) is behind replication slot {:?} (confirmed_flush_lsn {slot}): the server has already released the changes \
-         in between, so streaming from the slot would silently lose them. To recover: take a new snapshot (delete this connector's offsets, or set \
-         snapshot.mode=when_needed), or, if losing those changes is acceptable, set the offset to the slot's position through the REST offsets endpoint",
-        cfg.slot_name
-    )
 }
 
 impl Running {
@@ -92,10 +84,9 @@ impl Running {
         if let Some(o) = streaming_from {
             match slot_lsn {
                 Some(f) if o.resume_lsn() < f => {
-                    if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
-                        return Err(ConnectError::fatal(behind_message(&cfg, o.resume_lsn(), f)));
-                    }
-                    lost = true;
+                    // The slot follows keepalives while everything handed out is durable
+                    // (offset.rs), so it may be ahead: nothing of interest lies in between.
+                    tracing::info!(slot = %cfg.slot_name, stored = %o.resume_lsn(), slot_lsn = %f, "the slot is ahead of the stored offset; streaming from the slot");
                 }
                 None => {
                     if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
@@ -117,17 +108,13 @@ impl Running {
             SnapshotMode::Initial | SnapshotMode::InitialOnly | SnapshotMode::WhenNeeded => streaming_from.is_none() || lost,
         };
         let then_stream = cfg.snapshot_mode != SnapshotMode::InitialOnly;
-        let confirmed = Confirmed::new(if lost { Lsn(0) } else { streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn) });
+        let progress = Progress::new(if lost { Lsn(0) } else { streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn).max(slot_lsn.unwrap_or(Lsn(0))) });
         let modes = Modes { decimal: cfg.decimal_mode, time: cfg.time_mode };
         let source_schema = source_schema();
         let partition = offset::partition(&cfg.topic_prefix);
 
         let (phase, handed) = if snapshot {
-            let (export_session, exported, lsn) = if slot.is_none() || lost {
-                if slot.is_some() {
-                    tracing::warn!(slot = %cfg.slot_name, "recreating the replication slot for a new snapshot (snapshot.mode=when_needed)");
-                    catalog::drop_slot(&catalog, &cfg.slot_name).await?;
-                }
+            let (export_session, exported, lsn) = if slot.is_none() {
                 let (session, lsn, name) = replication::create_slot_exporting(&cfg).await?;
                 (Some(session), Some(name), lsn)
             } else {
@@ -165,7 +152,7 @@ impl Running {
             partition,
             phase,
             stream: None,
-            confirmed,
+            progress,
             handed,
             shutdown,
         })
@@ -196,7 +183,7 @@ impl Running {
                     self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
                 }
                 if self.stream.is_none() {
-                    self.stream = Some(Stream::open(&self.cfg, self.handed, self.confirmed.get()).await?);
+                    self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
                 }
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(self.cfg.poll_interval_ms.min(1000));
                 let mut ctx = StreamContext {
@@ -210,29 +197,43 @@ impl Running {
                 let stream = self.stream.as_mut().expect("opened above");
                 let result = tokio::select! {
                     r = stream.poll_batch(&mut ctx, max, deadline, &mut self.handed) => r,
-                    _ = self.shutdown.cancelled() => Ok(Vec::new()),
+                    _ = self.shutdown.cancelled() => return Ok(Vec::new()),
                 };
-                if let Err(e) = &result {
-                    tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
-                    if let Some(s) = self.stream.take() {
-                        s.close().await;
+                match result {
+                    Ok(batch) => {
+                        self.progress.handed(batch.records.last().map(|r| &r.source_offset));
+                        if let Some(end) = batch.idle_end {
+                            let lsn = self.progress.server_idle(end);
+                            self.confirm(lsn, "server idle: confirming its wal end");
+                        }
+                        Ok(batch.records)
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
+                        if let Some(s) = self.stream.take() {
+                            s.close().await;
+                        }
+                        Err(e)
                     }
                 }
-                result
             }
         }
     }
 
     fn commit(&mut self, committed: &[(SourcePartition, SourceOffset)]) -> ConnectResult<()> {
         let Some((_, newest)) = committed.iter().rev().find(|(p, _)| *p == self.partition) else { return Ok(()) };
-        let lsn = StoredOffset::parse(newest)?.resume_lsn();
-        if let Some(lsn) = self.confirmed.advance(lsn) {
-            tracing::debug!(%lsn, "confirming flushed lsn");
+        let lsn = self.progress.committed(newest)?;
+        self.confirm(lsn, "offsets durable: confirming flushed lsn");
+        Ok(())
+    }
+
+    fn confirm(&self, lsn: Option<Lsn>, why: &'static str) {
+        if let Some(lsn) = lsn {
+            tracing::debug!(%lsn, why);
             if let Some(s) = &self.stream {
                 s.confirm(lsn);
             }
         }
-        Ok(())
     }
 }
 

@@ -76,11 +76,21 @@ impl Pg {
 }
 
 impl Pg {
-    /// Stops the server abruptly. (A fast shutdown waits for every logical walsender to have
-    /// its sent WAL reported written; this connector reports only the durable position, so
-    /// a fast shutdown would wait for the connector to disconnect: a known gap.)
-    fn crash(&self) {
-        assert!(Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).arg("immediate").status().unwrap().success());
+    /// A fast shutdown (`pg_ctl stop -m fast`, giving up after 30 s), run on a blocking
+    /// thread so the caller can keep polling meanwhile; yields how long it took.
+    fn stop_fast(&self) -> tokio::task::JoinHandle<Duration> {
+        let dir = self.dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
+            let out = Command::new("bash").arg(script()).arg("stop").arg(dir).arg("fast").env("PGCTLTIMEOUT", "30").output().unwrap();
+            assert!(out.status.success(), "pg_ctl stop -m fast failed: {}", String::from_utf8_lossy(&out.stderr));
+            t.elapsed()
+        })
+    }
+
+    async fn current_wal_lsn(&self) -> u64 {
+        let c = self.client("postgres").await;
+        c.query_one("SELECT (pg_current_wal_lsn() - '0/0')::bigint", &[]).await.unwrap().get::<_, i64>(0) as u64
     }
 
     fn restart(&self) {
@@ -116,6 +126,17 @@ async fn start_task(props: &Props, stored: Option<SourceOffset>) -> Result<Box<d
     };
     task.start(ctx).await?;
     Ok(task)
+}
+
+/// Polls once, as the runtime would with a log that makes every record durable at once:
+/// the newest offset of the batch is committed right away.
+async fn poll_committing(task: &mut Box<dyn SourceTask>, all: &mut Vec<SourceRecord>) -> Result<(), ConnectError> {
+    let batch = task.poll().await?;
+    if let Some(last) = batch.last() {
+        task.commit(&[(partition(), last.source_offset.clone())]).await.unwrap();
+    }
+    all.extend(batch);
+    Ok(())
 }
 
 /// Polls until `done(all records so far)` or the timeout.
@@ -379,7 +400,7 @@ async fn restart_from_committed_offset_continues_exactly_after_it_and_confirms_t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stored_offset_behind_the_slot_fails_loudly() {
+async fn a_missing_slot_fails_loudly_and_a_slot_ahead_is_followed() {
     let pg = Pg::start();
     let db = pg.client("postgres").await;
     db.batch_execute("CREATE TABLE b (id int PRIMARY KEY)").await.unwrap();
@@ -399,11 +420,10 @@ async fn stored_offset_behind_the_slot_fails_loudly() {
     }
     task.stop().await.unwrap();
 
-    // Offsets restored from an older backup: they point before what the slot still has.
-    let err = start_task(&props, Some(all[0].source_offset.clone())).await.err().expect("start must fail");
-    let text = err.to_string();
-    assert!(!err.is_retriable(), "{text}");
-    assert!(text.contains("behind replication slot \"s5\"") && text.contains("lose") && text.contains("To recover"), "{text}");
+    // A stored offset behind the slot (the slot follows idle keepalives, see the next
+    // test): streaming starts from the slot.
+    let mut task = start_task(&props, Some(all[0].source_offset.clone())).await.expect("a slot ahead of the offset is followed");
+    task.stop().await.unwrap();
 
     // The slot is gone: loud too.
     db.batch_execute("SELECT pg_drop_replication_slot('s5')").await.unwrap();
@@ -461,18 +481,25 @@ async fn database_restart_is_retriable_and_nothing_is_lost() {
     let mut task = start_task(&props, None).await.unwrap();
     db.batch_execute("INSERT INTO k VALUES (1)").await.unwrap();
     let mut all = Vec::new();
-    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+    while all.is_empty() {
+        poll_committing(&mut task, &mut all).await.unwrap();
+    }
 
-    pg.crash();
+    // A fast shutdown while the stream is connected and idle: Postgres waits until the
+    // walsender's sent position is confirmed, which the connector does once its records
+    // are durable.
+    let stopping = pg.stop_fast();
     let until = Instant::now() + Duration::from_secs(20);
     let err = loop {
         assert!(Instant::now() < until, "poll never noticed the server going away");
-        match task.poll().await {
-            Ok(r) => all.extend(r),
+        match poll_committing(&mut task, &mut all).await {
+            Ok(()) => {}
             Err(e) => break e,
         }
     };
     assert!(err.is_retriable(), "{err}");
+    let took = stopping.await.unwrap();
+    assert!(took < Duration::from_secs(5), "a fast shutdown took {took:?} while the connector was connected");
     pg.restart();
     let db = pg.client("postgres").await;
     for i in 2..=20 {
@@ -481,8 +508,8 @@ async fn database_restart_is_retriable_and_nothing_is_lost() {
     let until = Instant::now() + Duration::from_secs(60);
     while all.len() < 20 {
         assert!(Instant::now() < until, "only {} records after the restart", all.len());
-        match task.poll().await {
-            Ok(r) => all.extend(r),
+        match poll_committing(&mut task, &mut all).await {
+            Ok(()) => {}
             Err(e) => {
                 assert!(e.is_retriable(), "{e}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -520,5 +547,67 @@ async fn a_full_queue_does_not_trip_wal_sender_timeout() {
     assert_eq!(ids, (1..=1000).collect::<Vec<_>>());
     let log = std::fs::read_to_string(pg.dir.path().join("server.log")).unwrap();
     assert!(!log.contains("replication timeout"), "the walsender timed out:\n{log}");
+    task.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_slot_follows_the_server_but_never_passes_a_change_not_yet_durable() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("CREATE TABLE watched (id int PRIMARY KEY); CREATE TABLE other (id int PRIMARY KEY, pad text);").await.unwrap();
+    let props = pg.props(&[("slot.name", "s8"), ("snapshot.mode", "no_data"), ("table.include.list", "public.watched")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    let mut all = Vec::new();
+
+    // Poll (committing everything) until the slot reaches `target`.
+    async fn follow(pg: &Pg, task: &mut Box<dyn SourceTask>, all: &mut Vec<SourceRecord>, target: u64, what: &str) {
+        let until = Instant::now() + Duration::from_secs(15);
+        while pg.confirmed_flush("s8").await < target {
+            assert!(Instant::now() < until, "{what}: confirmed_flush_lsn {} never reached {target}", pg.confirmed_flush("s8").await);
+            poll_committing(task, all).await.unwrap();
+        }
+    }
+
+    // Writes only to a table outside the publication: no record, yet the slot follows.
+    db.batch_execute("INSERT INTO other SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g").await.unwrap();
+    let end = pg.current_wal_lsn().await;
+    follow(&pg, &mut task, &mut all, end, "idle database").await;
+    assert!(all.is_empty(), "{all:?}");
+
+    // A change is decoded and handed out but not durable yet; WAL keeps growing after it.
+    db.batch_execute("INSERT INTO watched VALUES (1)").await.unwrap();
+    let before = pg.confirmed_flush("s8").await;
+    let mut pending = Vec::new();
+    while pending.is_empty() {
+        pending.extend(task.poll().await.unwrap());
+    }
+    // Postgres resends every transaction committing at or after the confirmed position.
+    let commit_lsn = pending[0].source_offset["lsn_commit"].as_u64().unwrap();
+    db.batch_execute("INSERT INTO other SELECT g, repeat('y', 200) FROM generate_series(5001, 10000) g").await.unwrap();
+    let end = pg.current_wal_lsn().await;
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        pending.extend(task.poll().await.unwrap());
+    }
+    let now = pg.confirmed_flush("s8").await;
+    assert!(end > commit_lsn);
+    assert!(now <= commit_lsn, "confirmed {now} past the transaction committing at {commit_lsn}, which is not durable (was {before})");
+    assert_eq!(pending.len(), 1);
+
+    // Durable now: the slot moves past it, to the server's WAL end.
+    task.commit(&[(partition(), pending[0].source_offset.clone())]).await.unwrap();
+    follow(&pg, &mut task, &mut all, end, "after the commit").await;
+
+    // A restart from the stored offset, now behind the slot, streams from the slot: no
+    // error, no repeat of the durable change, the next change arrives.
+    task.stop().await.unwrap();
+    db.batch_execute("INSERT INTO watched VALUES (2)").await.unwrap();
+    let mut task = start_task(&props, Some(pending[0].source_offset.clone())).await.unwrap();
+    let mut again = Vec::new();
+    drain(&mut task, &mut again, Duration::from_secs(30), |a| !a.is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    again.extend(task.poll().await.unwrap());
+    let ids: Vec<i64> = again.iter().map(|r| field(r, "after", "id").as_i64().unwrap()).collect();
+    assert_eq!(ids, vec![2]);
     task.stop().await.unwrap();
 }

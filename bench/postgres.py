@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Postgres source benchmark: how close sluice gets to the replication protocol's limit.
+
+One run, one throwaway Postgres 15 (tests/services/postgres.sh), one table
+(id bigint pk, name text, qty int, price int, note text, created timestamptz):
+
+1. Logical slots are created first, one per reader, so every reader drains the same WAL.
+2. N rows are inserted in 1,000-row transactions.
+3. Streaming, each reader from its own slot:
+   - pg_recvlogical (pgoutput, proto_version 1, the same publication) to /dev/null, up to
+     the end LSN: the physical limit (the walsender decodes; the client only receives);
+   - sluice: Postgres -> embedded log -> discard sink, with JsonConverter schemas off and
+     on, until the sink has consumed N records.
+4. Snapshot: sluice with snapshot.mode=initial_only and a new slot, until the sink has
+   consumed the N snapshot records.
+
+Prints wall seconds, rows/s, client CPU-seconds, peak RSS and the ratio to pg_recvlogical
+(time of pg_recvlogical / time of the row). Not a test: it asserts nothing; it measures.
+
+usage: bench/postgres.py [--rows N] [--only NAME]
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
+PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PUBLICATION = "bench_pub"
+TOPIC = "pg.public.bench"
+
+STREAMING = [
+    # name, slot, worker properties
+    ("sluice json", "sluice_json", {"value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}),
+    ("sluice json+schemas", "sluice_schemas", {"value.converter.schemas.enable": "true", "key.converter.schemas.enable": "true"}),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+            return r.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def proc_usage(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    rss_kb = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss_kb = int(line.split()[1])
+    return cpu, rss_kb / 1024
+
+
+class Postgres:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-bench-pg-")
+        self.port = free_port()
+        subprocess.run(["bash", os.path.join(ROOT, "tests/services/postgres.sh"), "start", self.dir, str(self.port)], check=True, capture_output=True)
+
+    def psql(self, sql):
+        out = subprocess.run([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres",
+                              "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"], input=sql, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    def stop(self):
+        subprocess.run(["bash", os.path.join(ROOT, "tests/services/postgres.sh"), "stop", self.dir, "immediate"], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pg_recvlogical(pg, slot, end_lsn, rows):
+    cmd = [os.path.join(PGBIN, "pg_recvlogical"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres",
+           "--slot", slot, "--start", "-o", "proto_version=1", "-o", f"publication_names={PUBLICATION}",
+           "--endpos", end_lsn, "--no-loop", "-f", "/dev/null"]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pg_recvlogical failed: {proc.stderr.read().decode()}")
+    return {"name": "pg_recvlogical (limit)", "wall": wall, "rate": rows / wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+
+
+def run_sluice(binary, pg, name, props, connector, rows):
+    work = tempfile.mkdtemp(prefix="sluice-bench-")
+    port = free_port()
+    worker = os.path.join(work, "worker.properties")
+    base = {
+        "listeners": f"http://127.0.0.1:{port}",
+        "data.dir": os.path.join(work, "data"),
+        "offset.flush.interval.ms": "200",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    }
+    base.update(props)
+    with open(worker, "w") as f:
+        f.writelines(f"{k}={v}\n" for k, v in base.items())
+    env = dict(os.environ, RUST_LOG="warn")
+    proc = subprocess.Popen([binary, "standalone", worker], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    config = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.user": "postgres", "database.password": "",
+        "database.dbname": "postgres", "topic.prefix": "pg", "table.include.list": "public.bench", "plugin.name": "pgoutput",
+        "publication.name": PUBLICATION, "publication.autocreate.mode": "disabled",
+    }
+    config.update(connector)
+    try:
+        for _ in range(600):
+            try:
+                if http("GET", url + "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        cpu0, _ = proc_usage(proc.pid)
+        start = time.monotonic()
+        code, body = http("POST", url + "/connectors", {"name": "sink", "config": {"connector.class": "discard", "topics": TOPIC}})
+        assert code == 201, body
+        code, body = http("POST", url + "/connectors", {"name": "pg", "config": config})
+        assert code == 201, body
+        while True:
+            code, body = http("GET", url + "/connectors/sink/offsets")
+            done = sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", []))
+            if done >= rows:
+                break
+            if proc.poll() is not None:
+                raise RuntimeError(f"sluice exited: {proc.stderr.read().decode()}")
+            code, status = http("GET", url + "/connectors/pg/status")
+            failed = [t for t in (status or {}).get("tasks", []) if t.get("state") == "FAILED"]
+            if failed:
+                raise RuntimeError(f"the postgres task failed: {failed[0].get('trace')}")
+            time.sleep(0.02)
+        wall = time.monotonic() - start
+        cpu1, rss = proc_usage(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    return {"name": name, "wall": wall, "rate": rows / wall, "cpu": cpu1 - cpu0, "rss": rss}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--only", help="run only the sluice configurations whose name contains this")
+    args = ap.parse_args()
+    rows = args.rows - args.rows % 1000
+    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
+    binary = os.path.join(TARGET, "release", "sluice")
+    pg = Postgres()
+    try:
+        pg.psql(f"""CREATE TABLE bench (id bigint PRIMARY KEY, name text NOT NULL, qty int NOT NULL, price int, note text, created timestamptz NOT NULL);
+                    CREATE PUBLICATION {PUBLICATION} FOR TABLE bench;""")
+        slots = ["recv"] + [slot for _, slot, _ in STREAMING]
+        pg.psql("".join(f"SELECT pg_create_logical_replication_slot('{s}', 'pgoutput');\n" for s in slots))
+        t0 = time.monotonic()
+        pg.psql("".join(
+            f"INSERT INTO bench SELECT g, 'name ' || g, g % 100, g % 1000, md5(g::text), now() FROM generate_series({a}, {a + 999}) g;\n"
+            for a in range(1, rows + 1, 1000)))
+        insert = time.monotonic() - t0
+        end_lsn = pg.psql("SELECT pg_current_wal_lsn()")
+        wal_mb = int(pg.psql(f"SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'recv'")) / 1e6
+
+        results = [pg_recvlogical(pg, "recv", end_lsn, rows)]
+        for name, slot, props in STREAMING:
+            if args.only and args.only not in name:
+                continue
+            results.append(run_sluice(binary, pg, name, props, {"slot.name": slot, "snapshot.mode": "no_data"}, rows))
+        snapshot = [run_sluice(binary, pg, f"{name} snapshot", props, {"slot.name": slot + "_snap", "snapshot.mode": "initial_only"}, rows)
+                    for name, slot, props in STREAMING if not args.only or args.only in name]
+    finally:
+        pg.stop()
+
+    limit = results[0]["wall"]
+    print(f"\nPostgres 15 -> sluice, {rows:,} rows inserted in 1,000-row transactions ({insert:.1f} s, {wal_mb:.0f} MB of WAL), {os.cpu_count()} cores")
+    print("streaming: each reader drains the same WAL from its own slot; sluice: Postgres -> embedded log -> discard sink\n")
+    header = f"| {'reader':<32} | {'wall s':>7} | {'rows/s':>9} | {'vs limit':>8} | {'CPU s':>6} | {'CPU s/M rows':>12} | {'peak RSS MB':>11} |"
+    print(header)
+    print(f"|{'-'*34}|{'-'*9}|{'-'*11}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")
+    for r in results:
+        print(f"| {r['name']:<32} | {r['wall']:7.2f} | {r['rate']:9,.0f} | {limit / r['wall']:8.2f} | {r['cpu']:6.2f} | {r['cpu'] / (rows / 1e6):12.2f} | {r['rss']:11.1f} |")
+    for r in snapshot:
+        print(f"| {r['name']:<32} | {r['wall']:7.2f} | {r['rate']:9,.0f} | {'':>8} | {r['cpu']:6.2f} | {r['cpu'] / (rows / 1e6):12.2f} | {r['rss']:11.1f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
