@@ -16,6 +16,8 @@ fn passwords_stay_out_of_rest_traces_and_logs() {
         "connection.url": "jdbc:postgresql://127.0.0.1:1/shop?user=app&password=UrlSecret42",
         "connection.password": "PropSecret42",
         "max.retries": "1",
+        "connection.attempts": "1",
+        "connection.backoff.ms": "10",
         "retry.backoff.ms": "10"
     });
     let (code, body) = w.post("/connectors", &json!({"name": "wh", "config": config}));
@@ -31,7 +33,12 @@ fn passwords_stay_out_of_rest_traces_and_logs() {
     }
     let (_, validated) = w.put("/connector-plugins/io.confluent.connect.jdbc.JdbcSinkConnector/config/validate", &config);
     assert!(!leaks(&validated.to_string()), "validate: {validated}");
-    // The task cannot reach the database: its trace explains why, without the password.
+    // Give the sink a record: it cannot reach the database, and its trace says why, without
+    // the password.
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "{\"id\": 1}\n").unwrap();
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "orders"}}));
+    assert_eq!(code, 201, "{body}");
     let status = w.wait_for("/connectors/wh/status", Duration::from_secs(60), |_, b| b["tasks"][0]["trace"].is_string());
     assert!(!leaks(&status.to_string()), "status: {status}");
     std::thread::sleep(Duration::from_millis(300));

@@ -279,7 +279,7 @@ fn shown(key: &ConfigKey, raw: &str) -> String {
     if key.ty == ConfigType::Password {
         crate::secret::REDACTED.to_owned()
     } else {
-        raw.to_owned()
+        crate::secret::redact_urls(raw)
     }
 }
 

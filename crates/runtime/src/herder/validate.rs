@@ -100,7 +100,7 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
                     v.errors.push(error);
                 }
             }
-            None => values.push(ConfigValue { name: key.clone(), value: props.get(&key).cloned(), recommended_values: Vec::new(), errors: vec![error], visible: true }),
+            None => values.push(ConfigValue { name: key.clone(), value: props.get(&key).map(|v| sluice_api::secret::redact_urls(v)), recommended_values: Vec::new(), errors: vec![error], visible: true }),
         }
     }
     if plugin.kind == ConnectorKind::Sink {
@@ -121,7 +121,7 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
         if def.key(key).is_none() && !PASSTHROUGH_PREFIXES.iter().any(|p| key.starts_with(p)) {
             values.push(ConfigValue {
                 name: key.clone(),
-                value: Some(props[key].clone()),
+                value: Some(sluice_api::secret::redact_urls(&props[key])),
                 recommended_values: Vec::new(),
                 errors: vec![format!("Unknown configuration key '{key}': {} does not support it", plugin.class)],
                 visible: true,
