@@ -65,10 +65,10 @@ fn workload_step(pg: &Psql, i: u32, next_id: &mut u32) {
     let mut s = String::from("BEGIN;");
     // Updates that leave the TOASTed column alone (it arrives as the placeholder).
     s += &format!("UPDATE items SET n = n + 1, updates = updates + 1, name = 'n{i}' WHERE id IN ({}, {});", id(1), id(2));
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         s += &format!("UPDATE items SET big = {BIG}, updates = updates + 1 WHERE id = {};", id(3));
     }
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         s += &format!("DELETE FROM items WHERE id = {};", id(4));
     }
     for _ in 0..3 {

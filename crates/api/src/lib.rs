@@ -12,10 +12,12 @@
 
 pub mod config;
 pub mod connector;
+pub mod decimal;
 pub mod error;
 pub mod record;
 pub mod schema;
 pub mod secret;
+pub mod text;
 pub mod value;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, ConfigValue, Importance, ParsedConfig, Props, Validator};

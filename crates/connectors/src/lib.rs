@@ -9,7 +9,6 @@ pub mod file_sink;
 pub mod file_source;
 pub mod jdbc_sink;
 pub mod postgres;
-pub mod text;
 
 use sluice_api::ConnectorPlugin;
 

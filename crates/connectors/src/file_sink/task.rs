@@ -5,7 +5,7 @@ use sluice_api::{ConnectError, ConnectResult, SinkRecord, SinkTask, SinkTaskCont
 use tokio::io::AsyncWriteExt;
 
 use super::config::FileSinkConfig;
-use crate::text::java_string;
+use sluice_api::text::java_to_string;
 
 /// Buffered bytes are written once they pass this size. Every write holds whole lines, so
 /// tasks appending to one file never split each other's lines.
@@ -95,7 +95,7 @@ impl SinkTask for FileSinkTask {
             return Err(ConnectError::fatal("put before start"));
         }
         for r in records {
-            self.buffer.extend_from_slice(java_string(&r.value).as_bytes());
+            self.buffer.extend_from_slice(java_to_string(r.value_schema.as_deref(), &r.value).as_bytes());
             self.buffer.push(b'\n');
             if self.buffer.len() >= WRITE_AT {
                 self.write_buffer().await?;

@@ -80,7 +80,7 @@ impl Row {
     }
 
     pub fn has_unchanged(&self) -> bool {
-        self.cells.iter().any(|c| *c == Cell::Unchanged)
+        self.cells.contains(&Cell::Unchanged)
     }
 }
 
@@ -394,7 +394,7 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut Ha
             Shape::Delete { before } => {
                 debug_assert!(is_delete);
                 let key = key_cells(cfg, record, before, table).map_err(fail)?;
-                if key.iter().any(|c| *c == Cell::Null) {
+                if key.contains(&Cell::Null) {
                     return Err(fail("a delete without a key: deletes need a non-null record key".to_owned()));
                 }
                 table.delete(Row { cells: key, origin: oi });

@@ -243,21 +243,9 @@ pub fn decimal_text(bytes: &[u8], scale: i32) -> String {
     s
 }
 
-/// Year, month and day of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
 
 fn date_text(days: i64) -> String {
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = sluice_api::text::civil_from_days(days);
     if y <= 0 {
         format!("{:04}-{m:02}-{d:02} BC", 1 - y)
     } else {
@@ -273,7 +261,7 @@ fn time_text(micros: i64) -> String {
 
 fn timestamp_text(micros: i64) -> String {
     let days = micros.div_euclid(86_400_000_000);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = sluice_api::text::civil_from_days(days);
     let time = time_text(micros.rem_euclid(86_400_000_000));
     if y <= 0 {
         format!("{:04}-{m:02}-{d:02} {time} BC", 1 - y)

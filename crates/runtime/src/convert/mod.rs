@@ -61,8 +61,6 @@ pub mod json;
 pub mod number;
 pub mod string;
 
-mod decimal;
-mod java_text;
 
 use sluice_api::{ConfigKey, ConfigType, Importance, SchemaType, Validator};
 

@@ -13,7 +13,8 @@
 
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, Value};
 
-use super::{converter_type_key, java_text, with_type, Converter, ConverterType, HeaderConverter};
+use sluice_api::text as java_text;
+use super::{converter_type_key, with_type, Converter, ConverterType, HeaderConverter};
 
 pub const CLASS: &str = "org.apache.kafka.connect.storage.StringConverter";
 pub const ENCODING_CONFIG: &str = "converter.encoding";

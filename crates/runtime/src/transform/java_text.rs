@@ -6,52 +6,8 @@ use sluice_api::{Schema, SchemaRef, Value};
 
 use super::temporal;
 
-/// Java's `Double.toString`: shortest round-trip digits, plain between 10^-3 and 10^7,
-/// computerized scientific notation (`1.0E20`) outside.
-pub(crate) fn java_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".to_owned();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "Infinity".to_owned() } else { "-Infinity".to_owned() };
-    }
-    java_float_text(&format!("{d:e}"), d == 0.0, d.is_sign_negative(), d.abs() >= 1e-3 && d.abs() < 1e7)
-}
-
-/// Java's `Float.toString`.
-pub(crate) fn java_float(f: f32) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity".to_owned() } else { "-Infinity".to_owned() };
-    }
-    java_float_text(&format!("{f:e}"), f == 0.0, f.is_sign_negative(), f.abs() >= 1e-3 && f.abs() < 1e7)
-}
-
-fn java_float_text(sci: &str, zero: bool, negative: bool, plain: bool) -> String {
-    let sign = if negative { "-" } else { "" };
-    if zero {
-        return format!("{sign}0.0");
-    }
-    let sci = sci.trim_start_matches('-');
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
-    let exp: i32 = exp.parse().expect("{:e} exponent is a number");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if plain {
-        let point = exp + 1; // digits before the decimal point
-        if point <= 0 {
-            format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
-        } else if (point as usize) >= digits.len() {
-            format!("{sign}{digits}{}.0", "0".repeat(point as usize - digits.len()))
-        } else {
-            format!("{sign}{}.{}", &digits[..point as usize], &digits[point as usize..])
-        }
-    } else {
-        let rest = if digits.len() > 1 { &digits[1..] } else { "0" };
-        format!("{sign}{}.{rest}E{exp}", &digits[..1])
-    }
-}
+/// Java's `Double.toString` and `Float.toString`, shared with the converters.
+pub(crate) use sluice_api::text::{double_to_string as java_double, float_to_string as java_float};
 
 /// The unscaled value of a Connect Decimal (big-endian two's complement bytes).
 pub(crate) fn decimal_unscaled(bytes: &[u8]) -> Option<i128> {

@@ -29,15 +29,8 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 
 /// `(year, month 1-12, day 1-31)` of a day number.
 pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    let (y, m, d) = sluice_api::text::civil_from_days(days);
+    (y, i64::from(m), i64::from(d))
 }
 
 struct Civil {

@@ -27,8 +27,8 @@
 use base64::Engine as _;
 use sluice_api::{Schema, SchemaRef, SchemaType, Value};
 
-use crate::convert::decimal::DecimalText;
-use crate::convert::java_text::{self, days_from_civil, days_in_month, decimal_to_string, iso_date, iso_time, Logical, MILLIS_PER_DAY};
+use sluice_api::decimal::DecimalText;
+use sluice_api::text::{self as java_text, days_from_civil, days_in_month, decimal_to_string, iso_date, iso_time, Logical, MILLIS_PER_DAY};
 
 /// `Values.convertToString` (for a non-null value).
 pub(crate) fn convert_to_string(schema: Option<&Schema>, value: &Value) -> Result<String, String> {

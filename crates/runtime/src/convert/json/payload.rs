@@ -19,8 +19,8 @@ use sluice_api::{Schema, SchemaRef, SchemaType, Struct, Value};
 
 use super::text::{write_f32, write_f64, write_string, Node};
 use super::{DataError, DecimalFormat, Settings};
-use crate::convert::decimal::{self, DecimalText, Unscaled};
-use crate::convert::java_text::{decimal_scale, Logical, MILLIS_PER_DAY};
+use sluice_api::decimal::{self, DecimalText, Unscaled};
+use sluice_api::text::{decimal_scale, Logical, MILLIS_PER_DAY};
 use crate::convert::{type_name, value_type_name};
 
 /// Base64 as Jackson reads it: the standard alphabet; we also accept missing padding.

@@ -156,7 +156,7 @@ pub(super) fn read_schema(settings: &Settings, node: &Node) -> Result<Option<Sch
     if let Some(Node::Number(text)) = node.get("version") {
         if Node::is_integral_text(text) {
             // Jackson's intValue(): the low 32 bits of the integer.
-            schema.version = crate::convert::decimal::DecimalText::parse(text).and_then(|d| d.to_i64()).map(|v| v as i32);
+            schema.version = sluice_api::decimal::DecimalText::parse(text).and_then(|d| d.to_i64()).map(|v| v as i32);
         }
     }
     if let Some(Node::String(doc)) = node.get("doc") {

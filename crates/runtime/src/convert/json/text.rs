@@ -15,7 +15,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::convert::java_text;
+use sluice_api::text as java_text;
 
 /// Jackson's default `StreamReadConstraints.maxNestingDepth`.
 const MAX_DEPTH: usize = 1000;

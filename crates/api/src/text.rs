@@ -12,15 +12,15 @@
 //!   StringConverter writes for a non-string value.
 
 use base64::Engine as _;
-use sluice_api::schema::logical;
-use sluice_api::{Schema, SchemaType, Value};
+use crate::schema::logical;
+use crate::{Schema, SchemaType, Value};
 
-use super::decimal::{self, Magnitude};
+use crate::decimal::{self, Magnitude};
 
-pub(crate) const MILLIS_PER_DAY: i64 = 86_400_000;
+pub const MILLIS_PER_DAY: i64 = 86_400_000;
 
 /// Java's `Double.toString(double)`.
-pub(crate) fn double_to_string(v: f64) -> String {
+pub fn double_to_string(v: f64) -> String {
     if let Some(s) = non_finite(v.is_nan(), v.is_infinite(), v.is_sign_negative()) {
         return s.to_owned();
     }
@@ -36,7 +36,7 @@ pub(crate) fn double_to_string(v: f64) -> String {
 }
 
 /// Java's `Float.toString(float)`.
-pub(crate) fn float_to_string(v: f32) -> String {
+pub fn float_to_string(v: f32) -> String {
     if let Some(s) = non_finite(v.is_nan(), v.is_infinite(), v.is_sign_negative()) {
         return s.to_owned();
     }
@@ -142,7 +142,7 @@ fn layout(negative: bool, digits: &str, exp: i32) -> String {
 }
 
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31), proleptic Gregorian.
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -156,7 +156,7 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// (year, month 1-12, day 1-31) to days since 1970-01-01, proleptic Gregorian.
-pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);
@@ -166,7 +166,7 @@ pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
+pub fn days_in_month(year: i64, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -176,7 +176,7 @@ pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
 }
 
 /// `yyyy-MM-dd`, with the year padded to four digits as `SimpleDateFormat` does.
-pub(crate) fn iso_date(millis: i64) -> String {
+pub fn iso_date(millis: i64) -> String {
     let (y, m, d) = civil_from_days(millis.div_euclid(MILLIS_PER_DAY));
     if (0..10_000).contains(&y) {
         format!("{y:04}-{m:02}-{d:02}")
@@ -186,13 +186,13 @@ pub(crate) fn iso_date(millis: i64) -> String {
 }
 
 /// `HH:mm:ss.SSS'Z'` of the time of day.
-pub(crate) fn iso_time(millis: i64) -> String {
+pub fn iso_time(millis: i64) -> String {
     let ms = millis.rem_euclid(MILLIS_PER_DAY);
     format!("{:02}:{:02}:{:02}.{:03}Z", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
 }
 
 /// `java.util.Date.toString()` in UTC: `Thu Jan 01 00:00:00 UTC 1970`.
-pub(crate) fn java_date_to_string(millis: i64) -> String {
+pub fn java_date_to_string(millis: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let days = millis.div_euclid(MILLIS_PER_DAY);
@@ -211,7 +211,7 @@ pub(crate) fn java_date_to_string(millis: i64) -> String {
 /// Which logical type a schema carries, when its physical type is the one that logical type
 /// uses. A schema named like a logical type over another physical type is treated as plain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Logical {
+pub enum Logical {
     Decimal,
     Date,
     Time,
@@ -219,7 +219,7 @@ pub(crate) enum Logical {
 }
 
 impl Logical {
-    pub(crate) fn of(schema: &Schema) -> Option<Logical> {
+    pub fn of(schema: &Schema) -> Option<Logical> {
         match (schema.name.as_deref()?, schema.kind) {
             (logical::DECIMAL, SchemaType::Bytes) => Some(Logical::Decimal),
             (logical::DATE, SchemaType::Int32) => Some(Logical::Date),
@@ -229,7 +229,7 @@ impl Logical {
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Logical::Decimal => "Decimal",
             Logical::Date => "Date",
@@ -239,7 +239,7 @@ impl Logical {
     }
 
     /// Milliseconds since the epoch of a Date/Time/Timestamp value, as `java.util.Date` holds it.
-    pub(crate) fn millis(self, value: &Value) -> Option<i64> {
+    pub fn millis(self, value: &Value) -> Option<i64> {
         match (self, value) {
             (Logical::Date, Value::Int32(days)) => Some(i64::from(*days) * MILLIS_PER_DAY),
             (Logical::Time, Value::Int32(ms)) => Some(i64::from(*ms)),
@@ -250,13 +250,13 @@ impl Logical {
 }
 
 /// The scale of a Decimal schema, with Connect's messages when it is missing or bad.
-pub(crate) fn decimal_scale(schema: &Schema) -> Result<i32, String> {
+pub fn decimal_scale(schema: &Schema) -> Result<i32, String> {
     let raw = schema.parameter(logical::DECIMAL_SCALE).ok_or("Invalid Decimal schema: scale parameter not found.")?;
     raw.trim().parse().map_err(|_| format!("Invalid scale parameter found in Decimal schema: {raw:?} is not an int"))
 }
 
 /// `BigDecimal.toString()` of a Decimal value.
-pub(crate) fn decimal_to_string(schema: &Schema, bytes: &[u8]) -> Result<String, String> {
+pub fn decimal_to_string(schema: &Schema, bytes: &[u8]) -> Result<String, String> {
     let scale = decimal_scale(schema)?;
     let unscaled = decimal::Unscaled::from_twos_complement(bytes).ok_or("Decimal value has no bytes (an empty unscaled value)")?;
     Ok(decimal::to_java_string(&unscaled, scale))
@@ -268,7 +268,7 @@ pub(crate) fn decimal_to_string(schema: &Schema, bytes: &[u8]) -> Result<String,
 /// Time and Timestamp as `java.util.Date.toString()` in UTC; lists as `[a, b]`, maps as
 /// `{k=v, k2=v2}`, structs as `Struct{a=1,b=x}` (null fields left out). Bytes print as
 /// base64, where Java would print an identity hash such as `[B@1b6d3586`.
-pub(crate) fn java_to_string(schema: Option<&Schema>, value: &Value) -> String {
+pub fn java_to_string(schema: Option<&Schema>, value: &Value) -> String {
     let mut out = String::new();
     append_java(&mut out, schema, value);
     out
@@ -346,7 +346,7 @@ fn append_java(out: &mut String, schema: Option<&Schema>, value: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_api::Struct;
+    use crate::Struct;
 
     #[test]
     fn doubles_print_like_java() {

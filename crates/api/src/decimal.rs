@@ -18,10 +18,10 @@ use std::cmp::Ordering;
 
 /// A non-negative integer of any size: little-endian 32-bit limbs, no high zero limbs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Magnitude(Vec<u32>);
+pub struct Magnitude(Vec<u32>);
 
 impl Magnitude {
-    pub(crate) fn from_u64(v: u64) -> Self {
+    pub fn from_u64(v: u64) -> Self {
         let mut m = Magnitude(vec![v as u32, (v >> 32) as u32]);
         m.trim();
         m
@@ -33,7 +33,7 @@ impl Magnitude {
         }
     }
 
-    pub(crate) fn is_zero(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.0.is_empty()
     }
 
@@ -61,7 +61,7 @@ impl Magnitude {
     }
 
     /// `self = self * m + a`.
-    pub(crate) fn mul_add_small(&mut self, m: u32, a: u32) {
+    pub fn mul_add_small(&mut self, m: u32, a: u32) {
         let mut carry = u64::from(a);
         for limb in &mut self.0 {
             let v = u64::from(*limb) * u64::from(m) + carry;
@@ -86,7 +86,7 @@ impl Magnitude {
     }
 
     /// Decimal digits, `"0"` for zero.
-    pub(crate) fn to_decimal(&self) -> String {
+    pub fn to_decimal(&self) -> String {
         if self.is_zero() {
             return "0".to_owned();
         }
@@ -104,7 +104,7 @@ impl Magnitude {
     }
 
     /// From ASCII decimal digits (the caller checked they are digits).
-    pub(crate) fn from_decimal(digits: &str) -> Self {
+    pub fn from_decimal(digits: &str) -> Self {
         let mut m = Magnitude::default();
         for chunk in digits.as_bytes().chunks(9) {
             let mut v = 0u32;
@@ -117,12 +117,12 @@ impl Magnitude {
         m
     }
 
-    pub(crate) fn bit(&self, i: usize) -> bool {
+    pub fn bit(&self, i: usize) -> bool {
         self.0.get(i / 32).is_some_and(|l| (l >> (i % 32)) & 1 == 1)
     }
 
     /// True when any bit below position `i` is set.
-    pub(crate) fn any_bit_below(&self, i: usize) -> bool {
+    pub fn any_bit_below(&self, i: usize) -> bool {
         let whole = i / 32;
         if self.0.iter().take(whole).any(|&l| l != 0) {
             return true;
@@ -132,7 +132,7 @@ impl Magnitude {
     }
 
     /// `self >> s`, truncated to its low 64 bits (callers only shift down to small values).
-    pub(crate) fn shr_to_u64(&self, s: usize) -> u64 {
+    pub fn shr_to_u64(&self, s: usize) -> u64 {
         let mut v = 0u64;
         for bit in 0..64 {
             if self.bit(s + bit) {
@@ -143,7 +143,7 @@ impl Magnitude {
     }
 
     /// `self << s` (s < 64 is enough for the callers, but any size works).
-    pub(crate) fn shl(&self, s: usize) -> Magnitude {
+    pub fn shl(&self, s: usize) -> Magnitude {
         let mut out = vec![0u32; s / 32];
         let shift = s % 32;
         let mut carry = 0u32;
@@ -178,7 +178,7 @@ impl PartialOrd for Magnitude {
 
 /// A signed unscaled Decimal value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unscaled {
+pub struct Unscaled {
     pub negative: bool,
     pub magnitude: Magnitude,
 }
@@ -186,7 +186,7 @@ pub(crate) struct Unscaled {
 impl Unscaled {
     /// Reads big-endian two's-complement bytes; `None` for an empty slice, which Java's
     /// `BigInteger` rejects too.
-    pub(crate) fn from_twos_complement(bytes: &[u8]) -> Option<Self> {
+    pub fn from_twos_complement(bytes: &[u8]) -> Option<Self> {
         let first = *bytes.first()?;
         if first & 0x80 == 0 {
             return Some(Unscaled { negative: false, magnitude: Magnitude::from_be_bytes(bytes) });
@@ -206,7 +206,7 @@ impl Unscaled {
     }
 
     /// Minimal big-endian two's-complement bytes, exactly as `BigInteger.toByteArray()`.
-    pub(crate) fn to_twos_complement(&self) -> Vec<u8> {
+    pub fn to_twos_complement(&self) -> Vec<u8> {
         let mag = self.magnitude.to_be_bytes();
         if self.magnitude.is_zero() {
             return vec![0];
@@ -236,12 +236,12 @@ impl Unscaled {
     }
 
     #[cfg(test)]
-    pub(crate) fn from_i64(v: i64) -> Self {
+    pub fn from_i64(v: i64) -> Self {
         Unscaled { negative: v < 0, magnitude: Magnitude::from_u64(v.unsigned_abs()) }
     }
 
     /// The value as an `i64` when it fits.
-    pub(crate) fn to_i64(&self) -> Option<i64> {
+    pub fn to_i64(&self) -> Option<i64> {
         if self.magnitude.0.len() > 2 {
             return None;
         }
@@ -262,7 +262,7 @@ impl Unscaled {
 
 /// Drops redundant leading sign bytes (`00` before a byte without its top bit, `FF` before a
 /// byte with it).
-pub(crate) fn minimal_twos_complement(mut bytes: Vec<u8>) -> Vec<u8> {
+pub fn minimal_twos_complement(mut bytes: Vec<u8>) -> Vec<u8> {
     let mut start = 0;
     while start + 1 < bytes.len() {
         let (b, next) = (bytes[start], bytes[start + 1]);
@@ -278,7 +278,7 @@ pub(crate) fn minimal_twos_complement(mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// Java's `BigDecimal.toString()` for `unscaled × 10^-scale`: plain notation when the scale
 /// is not negative and the adjusted exponent is at least -6, scientific otherwise.
-pub(crate) fn to_java_string(value: &Unscaled, scale: i32) -> String {
+pub fn to_java_string(value: &Unscaled, scale: i32) -> String {
     let coeff = value.magnitude.to_decimal();
     let mut out = String::with_capacity(coeff.len() + 8);
     if value.negative && !value.magnitude.is_zero() {
@@ -318,7 +318,7 @@ pub(crate) fn to_java_string(value: &Unscaled, scale: i32) -> String {
 
 /// A decimal number as written in text: `digits × 10^exponent`, with a sign.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DecimalText {
+pub struct DecimalText {
     pub negative: bool,
     /// ASCII digits, as written (leading zeros removed, trailing zeros kept; `"0"` for zero).
     pub digits: String,
@@ -333,7 +333,7 @@ impl DecimalText {
     /// Parses Java's `BigDecimal` grammar: an optional sign, digits with an optional point
     /// (`1`, `1.`, `.5`, `1.50`), an optional exponent (`e5`, `E+5`, `e-5`). JSON numbers are a
     /// subset of this.
-    pub(crate) fn parse(text: &str) -> Option<Self> {
+    pub fn parse(text: &str) -> Option<Self> {
         let bytes = text.as_bytes();
         let mut i = 0;
         let mut negative = false;
@@ -387,17 +387,17 @@ impl DecimalText {
     }
 
     /// The scale Java's `BigDecimal` gives this text (digits after the point minus the exponent).
-    pub(crate) fn scale(&self) -> i64 {
+    pub fn scale(&self) -> i64 {
         -self.exponent
     }
 
-    pub(crate) fn is_zero(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.digits == "0"
     }
 
     /// The unscaled integer of this number at `scale`, or an error when that would drop
     /// non-zero digits (the number has more fractional digits than the scale allows).
-    pub(crate) fn rescale(&self, scale: i64) -> Result<Unscaled, String> {
+    pub fn rescale(&self, scale: i64) -> Result<Unscaled, String> {
         let shift = self.exponent + scale;
         let digits = if shift >= 0 {
             if self.is_zero() {
@@ -423,7 +423,7 @@ impl DecimalText {
     }
 
     /// The integer value when the number is integral and fits in an `i64`.
-    pub(crate) fn to_i64(&self) -> Option<i64> {
+    pub fn to_i64(&self) -> Option<i64> {
         if self.is_zero() {
             return Some(0);
         }
