@@ -181,6 +181,12 @@ impl KafkaLog {
         Ok(Self { inner: Arc::new(inner), acks: AckChain::default() })
     }
 
+    /// The cluster id the brokers report (`None` when the cluster does not answer or has
+    /// none).
+    pub async fn cluster_id(&self) -> Option<String> {
+        self.blocking(|inner| Ok(inner.admin.inner().fetch_cluster_id(inner.options.request_timeout))).await.ok().flatten()
+    }
+
     /// Waits until every appended record has a delivery report (or `timeout` passes).
     pub fn flush(&self, timeout: Duration) -> LogResult<()> {
         self.inner.producer.flush(timeout).map_err(|e| kafka_error("flushing the producer", e))

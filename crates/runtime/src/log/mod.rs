@@ -22,7 +22,7 @@ mod ack_chain;
 pub mod embedded;
 #[cfg(feature = "kafka")]
 pub mod kafka;
-
+pub mod split;
 
 pub(crate) use ack_chain::AckChain;
 
