@@ -297,3 +297,31 @@ pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A Kafka-protocol broker started with `tests/services/kafka.sh` (noida-db unless
+/// `SLUICE_TEST_BROKER` says `tansu`), stopped on drop. A broker that does not start fails
+/// the test.
+pub struct KafkaBroker {
+    dir: PathBuf,
+    pub bootstrap: String,
+}
+
+impl KafkaBroker {
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/kafka.sh")
+    }
+
+    pub fn start(dir: &Path) -> KafkaBroker {
+        let port = free_port();
+        let kind = std::env::var("SLUICE_TEST_BROKER").unwrap_or_else(|_| "noida".to_owned());
+        let out = Command::new(Self::script()).arg("start").arg(dir).arg(port.to_string()).arg(&kind).output().expect("run tests/services/kafka.sh");
+        assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
+        KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for KafkaBroker {
+    fn drop(&mut self) {
+        let _ = Command::new(Self::script()).arg("stop").arg(&self.dir).status();
+    }
+}

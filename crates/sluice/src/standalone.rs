@@ -1,12 +1,26 @@
 //! Standalone mode: one worker, its state in the embedded log.
+//!
+//! Without `bootstrap.servers` every topic lives in the embedded log under `data.dir`.
+//! With it, as `connect-standalone` does, data topics and sink consumer groups live in
+//! Kafka while the worker's own state stays local: the config, offset and status topics
+//! remain in the embedded log (Connect keeps standalone offsets in a file and configs in
+//! memory). A [`SplitLog`] routes by topic name:
+//!
+//! ```text
+//! herder, tasks ──▶ SplitLog ──┬─ config/offset/status topics ──▶ EmbeddedLog (data.dir)
+//!                              └─ every other topic, groups ────▶ KafkaLog (bootstrap.servers)
+//! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{bail, Context as _};
+use anyhow::{anyhow, bail, Context as _};
 use sluice_runtime::herder::standalone::StandaloneHerder;
 use sluice_runtime::herder::Herder;
 use sluice_runtime::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
+use sluice_runtime::log::split::SplitLog;
+use sluice_runtime::log::Log;
 use sluice_runtime::plugins::Plugins;
 use sluice_runtime::worker::config::{parse_properties, WorkerConfig};
 use tokio_util::sync::CancellationToken;
@@ -23,19 +37,25 @@ async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers:
         None => Default::default(),
     };
     let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
-    if let Some(servers) = &worker.bootstrap_servers {
-        bail!(
-            "bootstrap.servers is set ({servers}), but this build keeps topics only in the embedded log; remove bootstrap.servers (or CONNECT_BOOTSTRAP_SERVERS) to run on the embedded log"
-        );
-    }
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
     let fsync = FsyncPolicy::parse(&worker.log_fsync).map_err(|e| anyhow::anyhow!("invalid value for log.fsync: {e}"))?;
     std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
     let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
         .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
-    let log: Arc<dyn sluice_runtime::log::Log> = Arc::new(log);
+    let embedded: Arc<dyn Log> = Arc::new(log);
     tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");
+    let (log, cluster_id): (Arc<dyn Log>, String) = match &worker.bootstrap_servers {
+        None => (embedded, format!("sluice-embedded-{}", cluster_id(&worker.data_dir))),
+        Some(servers) => {
+            let options = KafkaOptions::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?;
+            let kafka = KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))?;
+            let id = kafka.cluster_id().await.unwrap_or_else(|| "unknown".to_owned());
+            tracing::info!(bootstrap.servers = %servers, cluster_id = %id, "data topics and sink groups live in Kafka; the worker's own topics stay in the embedded log");
+            let internal = [worker.config_topic.clone(), worker.offset_topic.clone(), worker.status_topic.clone()];
+            (Arc::new(SplitLog::new(internal, embedded, Arc::new(kafka))), id)
+        }
+    };
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
     let (herder, snapshot) = StandaloneHerder::open(worker.clone(), log.clone(), plugins).await.context("cannot read the internal topics")?;
@@ -48,7 +68,7 @@ async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers:
         loggers,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         commit: option_env!("SLUICE_COMMIT").unwrap_or("unknown").to_owned(),
-        kafka_cluster_id: format!("sluice-embedded-{}", cluster_id(&worker.data_dir)),
+        kafka_cluster_id: cluster_id,
     };
     let rest = tokio::spawn(sluice_rest::serve(listener, sluice_rest::router(state), shutdown.clone()));
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
