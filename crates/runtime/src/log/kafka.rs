@@ -23,7 +23,8 @@
 //! One consumer per partition being read, assigned at the requested offset (no group, no
 //! auto commit, `auto.offset.reset=error` so a position below the start is reported as
 //! [`LogError::OffsetOutOfRange`]). Consecutive reads continue where the previous one
-//! stopped; a read at another offset re-assigns. At most `max_readers` readers are kept;
+//! stopped; a read from inside the batch the previous read returned (a caller that took
+//! only part of it) is served from that batch; a read at any other offset re-assigns. At most `max_readers` readers are kept;
 //! the least recently used idle one is closed to make room. A read that finds nothing
 //! waits up to `max_wait`, then asks the broker for the end of the partition: if records
 //! exist past the offset (they are in flight to the reader), it keeps waiting for them up
@@ -351,7 +352,7 @@ impl Inner {
             }
         }
         let consumer: Consumer_ = reader_config(&self.options).create_with_context(ClientLog).map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
-        let reader = Arc::new(tokio::sync::Mutex::new(Reader { tp: tp.clone(), consumer, position: None }));
+        let reader = Arc::new(tokio::sync::Mutex::new(Reader { tp: tp.clone(), consumer, position: None, window: Vec::new() }));
         readers.insert(tp.clone(), ReaderSlot { reader: Arc::clone(&reader), last_used: Instant::now() });
         Ok(reader)
     }
@@ -383,6 +384,10 @@ struct Reader {
     /// The offset the next record handed out must be at or after; `None` before the first
     /// assignment and after an error.
     position: Option<i64>,
+    /// The records the last read handed out (all below `position`). A caller that takes
+    /// only part of a batch (the sink loop caps records per put) asks again from inside
+    /// it; serving that from here avoids re-assigning and re-fetching.
+    window: Vec<StoredRecord>,
 }
 
 impl Reader {
@@ -396,9 +401,34 @@ impl Reader {
 
     /// See [`Log::read`] and the module docs.
     fn read(&mut self, inner: &Inner, offset: i64, max_bytes: usize, max_wait: Duration) -> LogResult<Vec<StoredRecord>> {
+        if let (Some(first), Some(position)) = (self.window.first(), self.position) {
+            if first.offset <= offset && offset < position {
+                let mut bytes = 0;
+                let from = self.window.partition_point(|r| r.offset < offset);
+                let out: Vec<StoredRecord> = self.window[from..]
+                    .iter()
+                    .take_while(|r| {
+                        let take = bytes < max_bytes;
+                        bytes += r.record.size();
+                        take
+                    })
+                    .cloned()
+                    .collect();
+                if !out.is_empty() {
+                    return Ok(out);
+                }
+            }
+        }
+        self.window.clear();
         if self.position != Some(offset) {
             self.assign(offset)?;
         }
+        let out = self.poll_records(inner, offset, max_bytes, max_wait)?;
+        self.window.clone_from(&out);
+        Ok(out)
+    }
+
+    fn poll_records(&mut self, inner: &Inner, offset: i64, max_bytes: usize, max_wait: Duration) -> LogResult<Vec<StoredRecord>> {
         let start = Instant::now();
         let soft = start + max_wait;
         let hard = start + max_wait.max(inner.options.request_timeout);

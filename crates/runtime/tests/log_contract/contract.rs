@@ -236,3 +236,23 @@ pub async fn group_offsets_round_trip(b: &Backend) {
     // Deleting a group that does not exist is not an error.
     log.delete_group("connect-never").await.unwrap();
 }
+
+pub async fn reading_again_inside_the_last_batch_misses_nothing(b: &Backend) {
+    let log = &b.log;
+    log.ensure_topic("partial", TopicConfig::new(1)).await.unwrap();
+    let tp = TopicPartition::new("partial", 0);
+    log.append((0..100).map(|i| produce("partial", 0, &format!("v{i}"))).collect()).await.unwrap();
+    // A caller takes the first records of each batch only, as the sink loop does when a
+    // batch exceeds what one put takes.
+    let mut next = 0;
+    let mut seen = Vec::new();
+    while next < 100 {
+        let batch = log.read(&tp, next, 1 << 20, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(batch.first().map(|r| r.offset), Some(next), "{}", b.name());
+        for r in batch.iter().take(7) {
+            seen.push(value(r));
+        }
+        next = batch.iter().take(7).last().unwrap().offset + 1;
+    }
+    assert_eq!(seen, (0..100).map(|i| format!("v{i}")).collect::<Vec<_>>(), "{}", b.name());
+}

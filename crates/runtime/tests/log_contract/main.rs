@@ -37,6 +37,7 @@ contract_tests!(
     acknowledged_records_are_visible_to_a_fresh_reader,
     round_trip_keeps_nulls_headers_and_timestamps,
     read_from_an_offset_and_bounded_by_bytes,
+    reading_again_inside_the_last_batch_misses_nothing,
     read_at_the_end_waits_at_most_max_wait,
     waiting_read_returns_a_record_appended_meanwhile,
     partition_count_creates_missing_topics,
