@@ -35,6 +35,8 @@ pub fn free_port() -> u16 {
 pub enum Launch {
     /// `sluice standalone DIR/worker.properties [connector files]` with these extra properties.
     Properties { props: Vec<(String, String)>, connector_files: Vec<PathBuf> },
+    /// `sluice distributed DIR/worker.properties` with these properties (plus the listener).
+    Distributed { props: Vec<(String, String)> },
     /// The container entrypoint: `sluice` with no arguments, configured only by these
     /// environment variables.
     EnvOnly { env: Vec<(String, String)> },
@@ -82,6 +84,15 @@ impl Worker {
                 let file = self.dir.join("worker.properties");
                 std::fs::write(&file, text).expect("write worker.properties");
                 cmd.arg("standalone").arg(&file).args(connector_files);
+            }
+            Launch::Distributed { props } => {
+                let mut text = format!("listeners=http://127.0.0.1:{}\noffset.flush.interval.ms=1000\n", self.port);
+                for (k, v) in props {
+                    text.push_str(&format!("{k}={v}\n"));
+                }
+                let file = self.dir.join("worker.properties");
+                std::fs::write(&file, text).expect("write worker.properties");
+                cmd.arg("distributed").arg(&file);
             }
             Launch::EnvOnly { env } => {
                 cmd.env("CONNECT_LISTENERS", format!("http://127.0.0.1:{}", self.port));

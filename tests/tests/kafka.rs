@@ -10,7 +10,8 @@ use std::time::Duration;
 use sluice_api::TopicPartition;
 use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::Log;
-use sluice_tests::{eventually, json, read_lines, KafkaBroker, Worker};
+use sluice_runtime::log::CleanupPolicy;
+use sluice_tests::{eventually, json, read_lines, KafkaBroker, Launch, Worker};
 
 fn kafka_log(bootstrap: &str) -> KafkaLog {
     let props = [("bootstrap.servers".to_owned(), bootstrap.to_owned())].into_iter().collect();
@@ -102,4 +103,76 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     assert!(!topics.iter().any(|t| t.starts_with("connect-")), "internal topics must not be in Kafka: {topics:?}");
     assert!(dir.path().join("worker/data/topics/connect-offsets").exists(), "the offsets topic lives in the embedded log");
     eprintln!("kafka crash test: {kills} SIGKILLs, {TOTAL} lines, {} in the topic, {} in the output", values.len(), out.len());
+}
+
+fn describe(bootstrap: &str, topic: &str) -> Option<sluice_runtime::log::TopicDescription> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async { kafka_log(bootstrap).describe_topic(topic).await.unwrap() })
+}
+
+/// `sluice distributed` with one worker: configs, offsets and statuses live in Kafka's
+/// internal topics, so a worker whose whole directory is gone comes back with its
+/// connectors and resumes its source where its committed offsets say.
+#[test]
+fn distributed_single_worker_keeps_its_state_in_kafka() {
+    const TOTAL: usize = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&dir.path().join("broker"));
+    let input = dir.path().join("in.txt");
+    let text: String = (0..TOTAL).map(|i| format!("line-{i:06}\n")).collect();
+    std::fs::write(&input, text).unwrap();
+    let props: Vec<(String, String)> = [
+        ("bootstrap.servers", broker.bootstrap.as_str()),
+        ("group.id", "sluice-cluster"),
+        ("config.storage.topic", "my-configs"),
+        ("offset.storage.topic", "my-offsets"),
+        ("status.storage.topic", "my-status"),
+        ("offset.storage.partitions", "3"),
+        ("offset.flush.interval.ms", "200"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let worker_dir = dir.path().join("worker");
+    let mut w = Worker::launch(&worker_dir, Launch::Distributed { props: props.clone() });
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}}));
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    let count = || topic_values(&broker.bootstrap, "lines").0.len();
+    eventually(Duration::from_secs(60), "every line in the topic", || count() >= TOTAL);
+    // Let an offset flush pass, then lose the worker and everything it had on disk.
+    std::thread::sleep(Duration::from_millis(1500));
+    w.kill9();
+    std::fs::remove_dir_all(&worker_dir).unwrap();
+    assert!(!worker_dir.join("sluice-data").exists());
+
+    let w = Worker::launch(&worker_dir, Launch::Distributed { props });
+    w.wait_running("src", 1);
+    let (code, body) = w.get("/connectors/src/config");
+    assert_eq!((code, body["topic"].as_str()), (200, Some("lines")), "{body}");
+    // More input: the source resumes after what it had committed, not from the start.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&input).unwrap();
+    f.write_all(b"line-after-restart\n").unwrap();
+    eventually(Duration::from_secs(60), "the new line in the topic", || topic_values(&broker.bootstrap, "lines").0.iter().any(|v| v == "line-after-restart"));
+    let (values, topics) = topic_values(&broker.bootstrap, "lines");
+    assert_eq!(values.len(), TOTAL + 1, "the source resumed from its committed offset (no re-read of the file)");
+
+    for t in ["my-configs", "my-offsets", "my-status"] {
+        assert!(topics.contains(&t.to_owned()), "{t} in Kafka: {topics:?}");
+        let d = describe(&broker.bootstrap, t).unwrap();
+        assert_eq!(d.config.cleanup, CleanupPolicy::Compact, "{t} is compacted");
+    }
+    assert_eq!(describe(&broker.bootstrap, "my-configs").unwrap().partitions.len(), 1, "the config topic has one partition");
+    assert_eq!(describe(&broker.bootstrap, "my-offsets").unwrap().partitions.len(), 3);
+    assert!(!worker_dir.join("sluice-data").exists(), "distributed mode keeps nothing on local disk");
+}
+
+#[test]
+fn distributed_mode_requires_connects_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("worker.properties");
+    std::fs::write(&file, "bootstrap.servers=127.0.0.1:1\n").unwrap();
+    let (code, _, err) = Worker::cli(&["distributed", file.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("group.id") && err.contains("config.storage.topic"), "{err}");
 }
