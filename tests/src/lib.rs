@@ -35,6 +35,8 @@ pub fn free_port() -> u16 {
 pub enum Launch {
     /// `sluice standalone DIR/worker.properties [connector files]` with these extra properties.
     Properties { props: Vec<(String, String)>, connector_files: Vec<PathBuf> },
+    /// `sluice distributed DIR/worker.properties` with these properties (plus the listener).
+    Distributed { props: Vec<(String, String)> },
     /// The container entrypoint: `sluice` with no arguments, configured only by these
     /// environment variables.
     EnvOnly { env: Vec<(String, String)> },
@@ -82,6 +84,15 @@ impl Worker {
                 let file = self.dir.join("worker.properties");
                 std::fs::write(&file, text).expect("write worker.properties");
                 cmd.arg("standalone").arg(&file).args(connector_files);
+            }
+            Launch::Distributed { props } => {
+                let mut text = format!("listeners=http://127.0.0.1:{}\noffset.flush.interval.ms=1000\n", self.port);
+                for (k, v) in props {
+                    text.push_str(&format!("{k}={v}\n"));
+                }
+                let file = self.dir.join("worker.properties");
+                std::fs::write(&file, text).expect("write worker.properties");
+                cmd.arg("distributed").arg(&file);
             }
             Launch::EnvOnly { env } => {
                 cmd.env("CONNECT_LISTENERS", format!("http://127.0.0.1:{}", self.port));
@@ -295,5 +306,33 @@ pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
     while !f() {
         assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A Kafka-protocol broker started with `tests/services/kafka.sh` (noida-db unless
+/// `SLUICE_TEST_BROKER` says `tansu`), stopped on drop. A broker that does not start fails
+/// the test.
+pub struct KafkaBroker {
+    dir: PathBuf,
+    pub bootstrap: String,
+}
+
+impl KafkaBroker {
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/kafka.sh")
+    }
+
+    pub fn start(dir: &Path) -> KafkaBroker {
+        let port = free_port();
+        let kind = std::env::var("SLUICE_TEST_BROKER").unwrap_or_else(|_| "noida".to_owned());
+        let out = Command::new(Self::script()).arg("start").arg(dir).arg(port.to_string()).arg(&kind).output().expect("run tests/services/kafka.sh");
+        assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
+        KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for KafkaBroker {
+    fn drop(&mut self) {
+        let _ = Command::new(Self::script()).arg("stop").arg(&self.dir).status();
     }
 }

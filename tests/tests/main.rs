@@ -5,6 +5,7 @@ mod cli;
 mod crash;
 mod docker;
 mod errors;
+mod kafka;
 mod pipeline;
 mod postgres;
 mod rest;

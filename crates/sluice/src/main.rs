@@ -3,6 +3,7 @@
 //! ```text
 //! sluice                                   standalone on defaults (REST :8083, ./sluice-data)
 //! sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
+//! sluice distributed WORKER.properties     one worker, all state in Kafka (no group membership yet)
 //! sluice topics list|describe|consume ...  read the embedded log
 //! sluice health [URL]                     container health check
 //! sluice --version
@@ -24,6 +25,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str = "usage:
   sluice                                       run standalone with defaults (REST on :8083, data in ./sluice-data)
   sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
+  sluice distributed WORKER.properties         a single worker keeping configs, offsets and statuses in Kafka's internal topics
   sluice topics list [--data-dir DIR]
   sluice topics describe TOPIC [--data-dir DIR]
   sluice topics consume TOPIC [--data-dir DIR] [--from-beginning] [--partition N] [--offset N] [--max-messages N] [--follow]
@@ -46,9 +48,10 @@ fn main() -> ExitCode {
             Some(worker) if !worker.starts_with('-') => standalone::main(Some(worker.clone()), args[2..].to_vec()),
             _ => standalone::main(None, Vec::new()),
         },
-        Some("distributed") => Err(anyhow::anyhow!(
-            "distributed mode needs the Kafka backend, which this build does not have yet; run `sluice standalone WORKER.properties`"
-        )),
+        Some("distributed") => match args.get(1) {
+            Some(worker) if !worker.starts_with('-') && args.len() == 2 => standalone::run_mode(standalone::Mode::Distributed, Some(worker.clone()), Vec::new()),
+            _ => Err(anyhow::anyhow!("usage: sluice distributed WORKER.properties (connectors are created through the REST API)")),
+        },
         Some("topics") => topics::main(&args[1..]),
         Some("health") => health::main(args.get(1).map(String::as_str)),
         Some(other) => Err(anyhow::anyhow!("unknown command '{other}'\n{USAGE}")),

@@ -1,41 +1,68 @@
-//! Standalone mode: one worker, its state in the embedded log.
+//! Standalone mode: one worker, its state in the embedded log. Also the first brick of
+//! distributed mode (`sluice distributed`): the same single worker with everything in Kafka.
+//!
+//! Without `bootstrap.servers` every topic lives in the embedded log under `data.dir`.
+//! With it, as `connect-standalone` does, data topics and sink consumer groups live in
+//! Kafka while the worker's own state stays local: the config, offset and status topics
+//! remain in the embedded log (Connect keeps standalone offsets in a file and configs in
+//! memory). A [`SplitLog`] routes by topic name:
+//!
+//! ```text
+//! herder, tasks ──▶ SplitLog ──┬─ config/offset/status topics ──▶ EmbeddedLog (data.dir)
+//!                              └─ every other topic, groups ────▶ KafkaLog (bootstrap.servers)
+//! ```
+//!
+//! `sluice distributed WORKER.properties` keeps configs, offsets and statuses in Kafka's
+//! three internal topics too (`config.storage.topic`, `offset.storage.topic`,
+//! `status.storage.topic`, created compacted; the config topic with one partition), so a
+//! worker's state survives the loss of its machine. There is no group membership yet: it
+//! runs one worker per `group.id`, which owns every connector and task.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{bail, Context as _};
+use anyhow::{anyhow, bail, Context as _};
 use sluice_runtime::herder::standalone::StandaloneHerder;
 use sluice_runtime::herder::Herder;
 use sluice_runtime::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
+use sluice_runtime::log::split::SplitLog;
+use sluice_runtime::log::Log;
 use sluice_runtime::plugins::Plugins;
 use sluice_runtime::worker::config::{parse_properties, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
-pub fn main(worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
-    let loggers = sluice_runtime::logging::init("info").context("could not set up logging")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sluice").build()?;
-    runtime.block_on(run(worker_file, connector_files, loggers))
+/// Where the worker keeps its topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The embedded log; with `bootstrap.servers`, data topics in Kafka.
+    Standalone,
+    /// Everything in Kafka; one worker per group (no group membership yet).
+    Distributed,
 }
 
-async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers: sluice_runtime::logging::LogLevels) -> anyhow::Result<()> {
+/// Keys `connect-distributed` requires (they have no defaults there).
+const DISTRIBUTED_REQUIRED: &[&str] = &["bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"];
+
+pub fn main(worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
+    run_mode(Mode::Standalone, worker_file, connector_files)
+}
+
+pub fn run_mode(mode: Mode, worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
+    let loggers = sluice_runtime::logging::init("info").context("could not set up logging")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sluice").build()?;
+    runtime.block_on(run(mode, worker_file, connector_files, loggers))
+}
+
+async fn run(mode: Mode, worker_file: Option<String>, connector_files: Vec<String>, loggers: sluice_runtime::logging::LogLevels) -> anyhow::Result<()> {
     let file_props = match &worker_file {
         Some(path) => parse_properties(&std::fs::read_to_string(path).with_context(|| format!("cannot read worker properties {path}"))?),
         None => Default::default(),
     };
     let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
-    if let Some(servers) = &worker.bootstrap_servers {
-        bail!(
-            "bootstrap.servers is set ({servers}), but this build keeps topics only in the embedded log; remove bootstrap.servers (or CONNECT_BOOTSTRAP_SERVERS) to run on the embedded log"
-        );
-    }
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
-    let fsync = FsyncPolicy::parse(&worker.log_fsync).map_err(|e| anyhow::anyhow!("invalid value for log.fsync: {e}"))?;
-    std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
-    let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
-        .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
-    let log: Arc<dyn sluice_runtime::log::Log> = Arc::new(log);
-    tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");
+    let (log, cluster_id) = open_log(mode, &worker).await?;
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
     let (herder, snapshot) = StandaloneHerder::open(worker.clone(), log.clone(), plugins).await.context("cannot read the internal topics")?;
@@ -48,7 +75,7 @@ async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers:
         loggers,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         commit: option_env!("SLUICE_COMMIT").unwrap_or("unknown").to_owned(),
-        kafka_cluster_id: format!("sluice-embedded-{}", cluster_id(&worker.data_dir)),
+        kafka_cluster_id: cluster_id,
     };
     let rest = tokio::spawn(sluice_rest::serve(listener, sluice_rest::router(state), shutdown.clone()));
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
@@ -70,6 +97,42 @@ async fn run(worker_file: Option<String>, connector_files: Vec<String>, loggers:
     drop(herder);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The log the herder runs on, and the cluster id REST shows.
+async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn Log>, String)> {
+    let kafka = || -> anyhow::Result<KafkaLog> {
+        let options = KafkaOptions::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?;
+        KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))
+    };
+    if mode == Mode::Distributed {
+        let missing: Vec<&str> = DISTRIBUTED_REQUIRED.iter().copied().filter(|k| worker.props.get(*k).is_none_or(|v| v.trim().is_empty())).collect();
+        if !missing.is_empty() {
+            bail!("distributed mode needs {} in the worker properties (as connect-distributed does)", missing.join(", "));
+        }
+        let kafka = kafka()?;
+        let id = kafka.cluster_id().await.unwrap_or_else(|| "unknown".to_owned());
+        let group = &worker.props["group.id"];
+        tracing::warn!(group.id = %group, "distributed mode without group membership: this worker runs every connector of group {group}; start only one worker per group.id");
+        tracing::info!(cluster_id = %id, config.storage.topic = %worker.config_topic, offset.storage.topic = %worker.offset_topic, status.storage.topic = %worker.status_topic, "every topic, including the worker's state, lives in Kafka");
+        return Ok((Arc::new(kafka), id));
+    }
+    let fsync = FsyncPolicy::parse(&worker.log_fsync).map_err(|e| anyhow!("invalid value for log.fsync: {e}"))?;
+    std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
+    let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
+        .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
+    let embedded: Arc<dyn Log> = Arc::new(log);
+    tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");
+    Ok(match &worker.bootstrap_servers {
+        None => (embedded, format!("sluice-embedded-{}", cluster_id(&worker.data_dir))),
+        Some(servers) => {
+            let kafka = kafka()?;
+            let id = kafka.cluster_id().await.unwrap_or_else(|| "unknown".to_owned());
+            tracing::info!(bootstrap.servers = %servers, cluster_id = %id, "data topics and sink groups live in Kafka; the worker's own topics stay in the embedded log");
+            let internal = [worker.config_topic.clone(), worker.offset_topic.clone(), worker.status_topic.clone()];
+            (Arc::new(SplitLog::new(internal, embedded, Arc::new(kafka))), id)
+        }
+    })
 }
 
 /// A stable identifier of this data directory, shown as `kafka_cluster_id`.

@@ -18,7 +18,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sluice_api::{ConnectError, TopicPartition};
 
+mod ack_chain;
 pub mod embedded;
+#[cfg(feature = "kafka")]
+pub mod kafka;
+pub mod split;
+
+pub(crate) use ack_chain::AckChain;
 
 pub type LogResult<T> = Result<T, LogError>;
 pub type AppendFuture = Pin<Box<dyn Future<Output = LogResult<Vec<i64>>> + Send + 'static>>;
@@ -45,12 +51,28 @@ pub enum LogError {
     Locked(String),
     #[error("{0}")]
     Invalid(String),
+    /// The backing cluster did not answer or answered with a transient error (no broker
+    /// reachable, timeouts, leader elections). The runtime retries.
+    #[error("{context}: the Kafka cluster is unavailable; retrying")]
+    Unavailable {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The backing cluster refused the request for good (authorization, invalid
+    /// configuration, a record too large, a fatal idempotence error).
+    #[error("{context}")]
+    Rejected {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl From<LogError> for ConnectError {
     fn from(e: LogError) -> Self {
         match e {
-            LogError::Io { .. } | LogError::Closed => ConnectError::retriable_from("the log is unavailable", e),
+            LogError::Io { .. } | LogError::Closed | LogError::Unavailable { .. } => ConnectError::retriable_from("the log is unavailable", e),
             other => ConnectError::fatal_from("log operation failed", other),
         }
     }

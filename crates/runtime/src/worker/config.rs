@@ -3,7 +3,9 @@
 //!
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `bootstrap.servers` | unset | unset → topics live in the embedded log |
+//! | `bootstrap.servers` | unset | unset → topics live in the embedded log; set → data topics and sink groups in Kafka |
+//! | `security.protocol`, `sasl.*`, `ssl.*` | unset | Kafka client security, for every client (`log::kafka::settings`) |
+//! | `producer.*`, `consumer.*`, `admin.*` | unset | Kafka client settings per kind of client |
 //! | `key.converter`, `value.converter` | `JsonConverter` | converters; `*.converter.<prop>` configure them |
 //! | `header.converter` | `SimpleHeaderConverter` | |
 //! | `offset.flush.interval.ms` | 60000 | how often source offsets and sink offsets are committed |
@@ -65,7 +67,7 @@ const KNOWN_KEYS: &[&str] = &[
     "log.fsync",
     "connector.client.config.override.policy",
 ];
-const KNOWN_PREFIXES: &[&str] = &["key.converter.", "value.converter.", "header.converter.", "config.providers.", "producer.", "consumer.", "admin."];
+const KNOWN_PREFIXES: &[&str] = &["key.converter.", "value.converter.", "header.converter.", "config.providers.", "producer.", "consumer.", "admin.", "security.", "sasl.", "ssl."];
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
