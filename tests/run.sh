@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, contract and end-to-end tests against the real binary.
-# Starts every service the tests need first (the foundation needs none beyond the binary).
+# Installs what building and the test services need first (skipped when present); each
+# test starts the services it uses (PostgreSQL, the Kafka-protocol broker, …) through the
+# scripts in tests/services/ on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sluice-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+tests/services/setup.sh
 
 # The end-to-end tests drive target/debug/sluice.
 cargo build --locked -p sluice --bins
