@@ -8,13 +8,18 @@ pub mod discard;
 pub mod file_sink;
 pub mod file_source;
 pub mod postgres;
+#[cfg(feature = "s3")]
+pub mod s3_sink;
 pub mod text;
 
 use sluice_api::ConnectorPlugin;
 
 /// Every built-in connector with the Java class names users already have in their JSON.
 pub fn connectors() -> Vec<ConnectorPlugin> {
-    vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()]
+    let mut all = vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()];
+    #[cfg(feature = "s3")]
+    all.push(s3_sink::plugin());
+    all
 }
 
 #[cfg(test)]
@@ -33,5 +38,7 @@ mod tests {
         assert!(all.iter().any(|p| p.matches("FileStreamSink")));
         assert!(all.iter().any(|p| p.matches("io.debezium.connector.postgresql.PostgresConnector")));
         assert!(all.iter().any(|p| p.matches("postgres")));
+        #[cfg(feature = "s3")]
+        assert!(all.iter().any(|p| p.matches("io.confluent.connect.s3.S3SinkConnector")) && all.iter().any(|p| p.matches("s3")));
     }
 }
