@@ -81,7 +81,7 @@ impl Store {
     {
         let target = match key {
             Some(k) => format!("s3://{}/{k}", self.bucket),
-            None => format!("bucket {:?}", self.bucket),
+            None => format!("s3://{}", self.bucket),
         };
         let (status, code, message) = match &err {
             SdkError::ServiceError(se) => (Some(se.raw().status().as_u16()), se.err().code().map(str::to_owned), se.err().message().map(str::to_owned)),
@@ -92,7 +92,7 @@ impl Store {
             (Some(c), Some(m), _) => format!("{c}: {m}"),
             (Some(c), None, _) => c.clone(),
             (None, _, Some(s)) => format!("HTTP {s}"),
-            (None, _, None) => "no answer from the store".to_owned(),
+            (None, _, None) => "connection failed or timed out".to_owned(),
         };
         let code = code.unwrap_or_default();
         if code == "NoSuchBucket" || (status == Some(404) && key.is_none()) {
