@@ -20,6 +20,10 @@ cmd=${1:-}
 install() {
   if [[ -x "$VENV/bin/moto_server" && -f "$VENV/.complete" ]]; then return 0; fi
   mkdir -p "$(dirname "$VENV")"
+  # Tests start servers in parallel: one installs, the others wait for it.
+  exec 9>"$VENV.lock"
+  flock 9
+  if [[ -x "$VENV/bin/moto_server" && -f "$VENV/.complete" ]]; then return 0; fi
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check 'moto[server]==5.2.5' boto3 pyarrow >&2
   "$VENV/bin/pip" install -q --disable-pip-version-check duckdb >&2 || echo "duckdb did not install; Parquet files are checked with pyarrow only" >&2

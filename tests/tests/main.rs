@@ -7,3 +7,4 @@ mod docker;
 mod errors;
 mod pipeline;
 mod rest;
+mod s3;

@@ -130,7 +130,7 @@ async fn parquet_objects_for_every_partitioner() {
     run("parquet", &[], ".snappy.parquet").await;
 }
 
-/// Every column of a Parquet object, as the Rust reader and pyarrow read it.
+/// Every column of a Parquet object, as the Rust reader, pyarrow and (when installed) DuckDB read it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parquet_values_and_logical_types_read_back_with_pyarrow() {
     use arrow_array::cast::AsArray as _;
@@ -168,6 +168,11 @@ async fn parquet_values_and_logical_types_read_back_with_pyarrow() {
         assert_eq!(rows[1]["tags"], serde_json::json!(["t1", "x"]));
         assert_eq!(rows[1]["attrs"], serde_json::json!([["a", 1]]));
         assert_eq!(rows[0]["ship"], serde_json::Value::Null);
+        if let Some(summary) = duckdb_summary(&bytes) {
+            assert_eq!(summary, serde_json::json!([4, 6, "1.05", "city-1"]), "DuckDB reads the same rows");
+        } else {
+            eprintln!("duckdb is not in the venv; checked with pyarrow only");
+        }
         t.stop().await.unwrap();
     }
 }
