@@ -385,7 +385,7 @@ impl S3SinkConfig {
         }
         let access_key_id = c.string(ACCESS_KEY_ID);
         let secret_access_key = c.password(SECRET_ACCESS_KEY).unwrap_or_default();
-        if access_key_id.is_some() != !secret_access_key.expose().is_empty() {
+        if access_key_id.is_some() == secret_access_key.expose().is_empty() {
             return Err(ConnectError::config(ACCESS_KEY_ID, "set both aws.access.key.id and aws.secret.access.key, or neither (to use the default AWS credential chain)"));
         }
         let level = c.int(COMPRESSION_LEVEL);

@@ -154,11 +154,12 @@ impl PartitionWriter {
         }
         let target = self.schemas.get(&encoded).cloned().flatten();
         let projected;
-        let record = if shared.cfg.compatibility != Compatibility::None && target.is_some() && target != schema {
-            projected = project(r, target.as_ref().expect("checked"))?;
-            &projected
-        } else {
-            r
+        let record = match target {
+            Some(t) if shared.cfg.compatibility != Compatibility::None && Some(&t) != schema.as_ref() => {
+                projected = project(r, &t)?;
+                &projected
+            }
+            _ => r,
         };
         self.current_encoded = Some(encoded.clone());
         if !self.objects.contains_key(&encoded) {

@@ -9,11 +9,14 @@ fn ts(i: i64) -> i64 {
     T0 + (i / 6) * 3_600_000 + (i % 6) * 600_000
 }
 
+/// A partitioner's name, its keys, and the objects it must write with their record ids.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<(String, Vec<i64>)>);
+
 async fn run(format: &str, extra: &[(&str, &str)], ext: &str) {
     let moto = Moto::start();
     moto.create_bucket().await;
     let class = format_class(format);
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<(String, Vec<i64>)>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "default",
             vec![("partitioner.class", "io.confluent.connect.storage.partitioner.DefaultPartitioner")],
