@@ -67,6 +67,7 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "s3.credentials.provider.class",
     "s3.ssea.name",
     "s3.sse.customer.key",
+    "s3.sse.key",
     "s3.sse.kms.key.id",
     "s3.acl.canned",
     "s3.wan.mode",
@@ -98,6 +99,9 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "timestamp.unit",
     "topics.dir.format",
     "aws.session.token",
+    "retry.backoff.ms",
+    "shutdown.timeout.ms",
+    "schema.generator.class",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

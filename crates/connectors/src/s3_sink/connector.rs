@@ -38,7 +38,7 @@ impl Connector for S3SinkConnector {
     }
 
     /// Rejected keys, then the bucket: a missing bucket or refused credentials are reported
-    /// against their key.
+    /// against their key (an unreachable store is not an error here).
     async fn validate_extra(&self, props: &Props) -> Vec<(String, String)> {
         let mut out = config::unsupported(props);
         if !out.is_empty() {
@@ -46,9 +46,14 @@ impl Connector for S3SinkConnector {
         }
         let Ok(cfg) = S3SinkConfig::parse(props) else { return out };
         let store = Store::connect(&cfg).await;
-        if let Err(e) = store.check_bucket().await {
-            let key = if e.to_string().contains("does not exist") { config::BUCKET } else if e.is_retriable() { config::STORE_URL } else { config::ACCESS_KEY_ID };
-            out.push((key.to_owned(), e.to_string()));
+        match store.check_bucket().await {
+            Ok(()) => {}
+            // A store that does not answer right now may later: the task retries.
+            Err(e) if e.is_retriable() => tracing::warn!(error = %e.trace(), "could not check the bucket while validating"),
+            Err(e) => {
+                let key = if e.to_string().contains("does not exist") { config::BUCKET } else { config::ACCESS_KEY_ID };
+                out.push((key.to_owned(), e.to_string()));
+            }
         }
         out
     }
