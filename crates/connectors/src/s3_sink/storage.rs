@@ -70,6 +70,38 @@ impl Store {
         }
     }
 
+    /// Aborts the unfinished multipart uploads under `prefix` whose file name starts with
+    /// `name_prefix`: what a crashed predecessor of this task left behind for a partition it
+    /// now owns. Best effort: returns how many were aborted, logs failures.
+    pub async fn abort_stale_uploads(&self, prefix: &str, name_prefix: &str) -> usize {
+        let mut aborted = 0;
+        let (mut key_marker, mut id_marker) = (None, None);
+        loop {
+            let page = match self.client.list_multipart_uploads().bucket(&self.bucket).prefix(prefix).set_key_marker(key_marker).set_upload_id_marker(id_marker).send().await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(prefix, error = %sluice_api::error::trace_of(&e), "could not list unfinished multipart uploads; leaving them to a bucket lifecycle rule");
+                    return aborted;
+                }
+            };
+            for u in page.uploads() {
+                let (Some(key), Some(id)) = (u.key(), u.upload_id()) else { continue };
+                if !key.rsplit('/').next().is_some_and(|name| name.starts_with(name_prefix)) {
+                    continue;
+                }
+                match self.client.abort_multipart_upload().bucket(&self.bucket).key(key).upload_id(id).send().await {
+                    Ok(_) => aborted += 1,
+                    Err(e) => tracing::warn!(key, error = %sluice_api::error::trace_of(&e), "could not abort an unfinished multipart upload"),
+                }
+            }
+            if page.is_truncated() != Some(true) {
+                return aborted;
+            }
+            key_marker = page.next_key_marker().map(str::to_owned);
+            id_marker = page.next_upload_id_marker().map(str::to_owned);
+        }
+    }
+
     pub fn upload(&self, key: String, part_size: usize) -> Upload {
         Upload { key, buf: Vec::new(), upload_id: None, parts: Vec::new(), part_size }
     }

@@ -49,10 +49,19 @@ impl SinkTask for S3SinkTask {
         Ok(())
     }
 
+    /// Creates the partitions' writers and aborts the multipart uploads a crashed
+    /// predecessor left unfinished for them (their records are redelivered anyway).
     async fn open(&mut self, partitions: &[TopicPartition]) -> ConnectResult<()> {
         let shared = self.shared()?;
         let now = now_ms();
         for tp in partitions {
+            let c = &shared.cfg;
+            let prefix = format!("{}{}{}{}", c.topics_dir, c.directory_delim, tp.topic, c.directory_delim);
+            let name = format!("{}{}{}{}", tp.topic, c.file_delim, tp.partition, c.file_delim);
+            let n = shared.store.abort_stale_uploads(&prefix, &name).await;
+            if n > 0 {
+                tracing::info!(%tp, aborted = n, "aborted unfinished multipart uploads left by an earlier run");
+            }
             self.writers.entry(tp.clone()).or_insert_with(|| PartitionWriter::new(tp.clone(), &shared, now));
         }
         Ok(())

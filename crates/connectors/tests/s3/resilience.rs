@@ -84,3 +84,28 @@ async fn close_aborts_unfinished_multipart_uploads() {
     assert_eq!(moto.incomplete_uploads().await, 0);
     assert!(moto.keys().await.is_empty(), "nothing partial is visible");
 }
+
+/// A task killed mid-upload leaves an unfinished multipart upload; the next task that opens
+/// the partition aborts it (and nothing of it ever became visible).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_aborts_uploads_left_by_a_crashed_task() {
+    let moto = Moto::start();
+    moto.create_bucket().await;
+    let props = moto.props(&[("format.class", format_class("json")), ("flush.size", "1000000"), ("s3.part.size", "5242880")]);
+    let mut t = task(props.clone()).await.unwrap();
+    let mut n = 0;
+    while moto.incomplete_uploads().await == 0 {
+        put_retrying(&mut t, &orders(n, n + 2000, |i| T0 + i), 1).await;
+        n += 2000;
+    }
+    drop(t); // a crash: no close, no abort
+    // Another partition's upload (e.g. another task's) is left alone.
+    let other = moto.client().create_multipart_upload().bucket(BUCKET).key("topics/orders/partition=1/orders+1+0000000000.json").send().await.unwrap();
+    assert_eq!(moto.incomplete_uploads().await, 2);
+    let mut t = task(props).await.unwrap();
+    t.open(&[tp()]).await.unwrap();
+    assert_eq!(moto.incomplete_uploads().await, 1);
+    let left = moto.client().list_multipart_uploads().bucket(BUCKET).send().await.unwrap();
+    assert_eq!(left.uploads()[0].upload_id(), other.upload_id());
+    assert!(moto.keys().await.is_empty());
+}
