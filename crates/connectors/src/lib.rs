@@ -16,9 +16,13 @@ use sluice_api::ConnectorPlugin;
 
 /// Every built-in connector with the Java class names users already have in their JSON.
 pub fn connectors() -> Vec<ConnectorPlugin> {
-    let mut all = vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()];
+    let all = vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()];
     #[cfg(feature = "s3")]
-    all.push(s3_sink::plugin());
+    let all = {
+        let mut all = all;
+        all.push(s3_sink::plugin());
+        all
+    };
     all
 }
 
