@@ -10,9 +10,8 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 tests/services/setup.sh
 
-# The end-to-end tests drive target/debug/sluice.
-cargo build --locked -p sluice --bins
-
+# One build for everything: the sluice package's own integration test makes this build
+# the target/debug/sluice executable (with the same features) that the end-to-end tests drive.
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --workspace --no-fail-fast "$@"
 else

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building sluice and running its tests need, skipping what is present:
 #   - Debian packages to build the bundled librdkafka (cmake, OpenSSL and SASL headers, …);
-#   - the test services' own installs (the Kafka-protocol broker's venv).
+#   - the test services' own installs (the Kafka-protocol broker's and the S3 server's venvs).
 # PostgreSQL 15 comes from the machine (/usr/lib/postgresql/15/bin); postgres.sh checks it.
 # usage: setup.sh [build]   (build: only what compiling needs)
 set -euo pipefail
@@ -14,3 +14,4 @@ if ! dpkg -s "${BUILD_PACKAGES[@]}" >/dev/null 2>&1; then
 fi
 [[ "${1:-}" == build ]] && exit 0
 ./kafka.sh install noida
+./s3.sh install

@@ -9,6 +9,7 @@ mod kafka;
 mod pipeline;
 mod postgres;
 mod rest;
+mod s3;
 mod secrets;
 mod transforms;
 mod warehouse;

@@ -142,6 +142,7 @@ fn worker_info_plugins_validation_and_loggers() {
         listed,
         [
             json!({"class": "io.confluent.connect.jdbc.JdbcSinkConnector", "type": "sink", "version": VERSION}),
+            json!({"class": "io.confluent.connect.s3.S3SinkConnector", "type": "sink", "version": VERSION}),
             json!({"class": DATAGEN_CLASS, "type": "source", "version": VERSION}),
             json!({"class": "io.debezium.connector.jdbc.JdbcSinkConnector", "type": "sink", "version": VERSION}),
             json!({"class": "io.debezium.connector.postgresql.PostgresConnector", "type": "source", "version": VERSION}),

@@ -9,6 +9,8 @@ pub mod file_sink;
 pub mod file_source;
 pub mod jdbc_sink;
 pub mod postgres;
+#[cfg(feature = "s3")]
+pub mod s3_sink;
 
 use sluice_api::ConnectorPlugin;
 
@@ -16,6 +18,8 @@ use sluice_api::ConnectorPlugin;
 pub fn connectors() -> Vec<ConnectorPlugin> {
     let mut all = vec![file_source::plugin(), file_sink::plugin(), datagen::plugin(), discard::plugin(), postgres::plugin()];
     all.extend(jdbc_sink::plugins());
+    #[cfg(feature = "s3")]
+    all.push(s3_sink::plugin());
     all
 }
 
@@ -38,5 +42,7 @@ mod tests {
         assert!(all.iter().any(|p| p.matches("io.confluent.connect.jdbc.JdbcSinkConnector")));
         assert!(all.iter().any(|p| p.matches("io.debezium.connector.jdbc.JdbcSinkConnector")));
         assert!(all.iter().any(|p| p.matches("jdbc-sink")));
+        #[cfg(feature = "s3")]
+        assert!(all.iter().any(|p| p.matches("io.confluent.connect.s3.S3SinkConnector")) && all.iter().any(|p| p.matches("s3")));
     }
 }
