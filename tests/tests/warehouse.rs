@@ -1,9 +1,9 @@
 //! Postgres source → embedded log → JDBC sink into a second database of the same cluster,
 //! through the real binary. A mixed workload (inserts, updates of TOASTed and of other
-//! columns under REPLICA IDENTITY DEFAULT, deletes, a truncate, an added column) must leave
-//! the warehouse table equal to the source table row for row, also while the worker is
-//! SIGKILLed mid-stream; a per-row update counter kept by a trigger in the target shows no
-//! change was applied twice.
+//! columns under REPLICA IDENTITY DEFAULT with NOT NULL non-key columns, deletes, a truncate,
+//! an added column) must leave the warehouse table equal to the source table row for row,
+//! also while the worker is SIGKILLed mid-stream; a per-row update counter kept by a
+//! trigger in the target shows no change was applied twice.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -98,13 +98,10 @@ fn wait_equal(pg: &Pg, w: &Worker, timeout: Duration) {
 fn warehouse_mirrors_the_source_through_crashes() {
     let pg = Pg::start();
     pg.sql("postgres", "CREATE DATABASE wh");
-    // Non-key columns are nullable: the source's delete events under REPLICA IDENTITY
-    // DEFAULT carry null for them in `before`, which JsonConverter rejects for required
-    // fields (a gap of the Postgres source, not of this sink).
     pg.sql(
         "postgres",
         &format!(
-            "CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int DEFAULT 0, updates int DEFAULT 0);
+            "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, big text NOT NULL, n int NOT NULL DEFAULT 0, updates int NOT NULL DEFAULT 0);
              INSERT INTO items (id, name, big, n) SELECT g, 'seed', {BIG}, 0 FROM generate_series(1, 100) g;"
         ),
     );

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Warehouse sink benchmark: embedded log -> JDBC sink -> PostgreSQL, beside a plain COPY.
+
+One run, one throwaway Postgres 15 (tests/services/postgres.sh):
+
+1. A file of N Debezium change events (JsonConverter with schemas: envelope with
+   before/after/op/ts_ms; value id bigint, name text, qty int, price double, note text,
+   updated io.debezium.time.MicroTimestamp) over K keys: the first K events insert
+   (op c), the rest update (op u) key i % K, each with new values.
+2. Producing the topic is not measured: a FileStreamSource reads the file with
+   value.converter=StringConverter, so each line lands in the log as it is; then that
+   worker stops.
+3. Per configuration, a fresh worker on the same log runs only the warehouse sink
+   (io.debezium.connector.jdbc.JdbcSinkConnector, value.converter=JsonConverter schemas on,
+   upsert, primary.key.mode=record_value on id, auto-create) into an empty database.
+   Measured from the sink's creation until sluice_sink_offsets holds the end offset N.
+4. The limit, same run: psql's \\copy of the same final K rows (TSV) into an empty table
+   of the same columns with the primary key.
+
+Prints wall seconds, events/s, client CPU-seconds and peak RSS (sluice: the sink-only worker;
+the COPY: psql),
+Postgres server CPU-seconds (postmaster, its live children, and the children it reaped)
+and the ratio to the COPY (time of the row / time of the COPY). Not a test: it asserts
+nothing but the final row count; it measures.
+
+usage: bench/warehouse.py [--events N] [--keys K] [--batch-sizes 500,3000]
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
+PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TOPIC = "bench"
+COLUMNS = "id bigint PRIMARY KEY, name text, qty integer, price double precision, note text, updated timestamp"
+
+ROW_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "string", "optional": False, "field": "name"},
+    {"type": "int32", "optional": False, "field": "qty"},
+    {"type": "double", "optional": True, "field": "price"},
+    {"type": "string", "optional": True, "field": "note"},
+    {"type": "int64", "optional": False, "name": "io.debezium.time.MicroTimestamp", "version": 1, "field": "updated"},
+]
+SCHEMA = {
+    "type": "struct", "optional": False, "name": "bench.public.items.Envelope", "version": 1,
+    "fields": [
+        {"type": "struct", "optional": True, "name": "bench.public.items.Value", "fields": ROW_FIELDS, "field": "before"},
+        {"type": "struct", "optional": True, "name": "bench.public.items.Value", "fields": ROW_FIELDS, "field": "after"},
+        {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"},
+    ],
+}
+EPOCH_US = 1_700_000_000_000_000
+
+
+def row(key, version):
+    return {"id": key, "name": f"name {key}", "qty": (key * 7 + version) % 1000, "price": round(key * 0.01 + version, 2),
+            "note": f"note {key:08d} version {version:04d} " + "x" * (key % 40), "updated": EPOCH_US + version * 1_000_000 + key}
+
+
+def generate(path, tsv, events, keys):
+    """Writes the events file and the TSV of the final rows; returns the file's size."""
+    prefix = '{"schema":' + json.dumps(SCHEMA, separators=(",", ":")) + ',"payload":{"before":null,"after":'
+    with open(path, "w") as f:
+        for i in range(events):
+            key, version = i % keys, i // keys
+            op = "c" if version == 0 else "u"
+            f.write(f'{prefix}{json.dumps(row(key, version), separators=(",", ":"))},"op":"{op}","ts_ms":{1_700_000_000_000 + i}}}}}\n')
+    with open(tsv, "w") as f:
+        for key in range(min(keys, events)):
+            r = row(key, (events - 1 - key) // keys)
+            ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["updated"] // 1_000_000)) + f".{r['updated'] % 1_000_000:06d}"
+            f.write(f"{r['id']}\t{r['name']}\t{r['qty']}\t{r['price']!r}\t{r['note']}\t{ts}\n")
+    return os.path.getsize(path)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+            return r.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def proc_usage(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    rss_kb = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                rss_kb = int(line.split()[1])
+    return cpu, rss_kb / 1024
+
+
+class Postgres:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-bench-pg-")
+        self.port = free_port()
+        subprocess.run(["bash", os.path.join(ROOT, "tests/services/postgres.sh"), "start", self.dir, str(self.port)], check=True, capture_output=True)
+        with open(os.path.join(self.dir, "data", "postmaster.pid")) as f:
+            self.pid = int(f.readline())
+
+    def psql(self, sql, db="postgres"):
+        out = subprocess.run([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", db,
+                              "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"], input=sql, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    def cpu(self):
+        """CPU-seconds of the server: postmaster, its live children and those it reaped."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total = sum(int(x) for x in fields[11:15])
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.pid:
+                total += int(fields[11]) + int(fields[12])
+        return total / CLK_TCK
+
+    def stop(self):
+        subprocess.run(["bash", os.path.join(ROOT, "tests/services/postgres.sh"), "stop", self.dir, "immediate"], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Worker:
+    def __init__(self, binary, work):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        props = {
+            "listeners": self.url,
+            "data.dir": os.path.join(work, "data"),
+            "offset.flush.interval.ms": "200",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "log.fsync": "never",
+        }
+        path = os.path.join(work, "worker.properties")
+        with open(path, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in props.items())
+        self.proc = subprocess.Popen([binary, "standalone", path], cwd=work, env=dict(os.environ, RUST_LOG="warn"),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(600):
+            try:
+                if http("GET", self.url + "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("sluice did not come up")
+
+    def check(self, name):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"sluice exited: {self.proc.stderr.read().decode()}")
+        _, status = http("GET", f"{self.url}/connectors/{name}/status")
+        failed = [t for t in (status or {}).get("tasks", []) if t.get("state") == "FAILED"]
+        if failed:
+            raise RuntimeError(f"task of {name} failed: {failed[0].get('trace')}")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def produce(binary, work, events_file, size):
+    w = Worker(binary, work)
+    try:
+        t0 = time.monotonic()
+        code, body = http("POST", w.url + "/connectors", {"name": "file", "config": {
+            "connector.class": "FileStreamSource", "file": events_file, "topic": TOPIC, "batch.size": "5000",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter"}})
+        assert code == 201, body
+        while True:
+            _, body = http("GET", w.url + "/connectors/file/offsets")
+            if any(o["offset"].get("position") == size for o in (body or {}).get("offsets", [])):
+                break
+            w.check("file")
+            time.sleep(0.1)
+        took = time.monotonic() - t0
+        code, body = http("DELETE", w.url + "/connectors/file")
+        assert code in (200, 204), body
+    finally:
+        w.stop()
+    return took
+
+
+def run_sink(binary, work, pg, batch_size, events, keys):
+    db = f"wh_{batch_size}"
+    pg.psql(f"CREATE DATABASE {db}")
+    w = Worker(binary, work)
+    try:
+        _, existing = http("GET", w.url + "/connectors")
+        assert not existing, f"connectors left from an earlier phase: {existing}"
+        name = f"sink_{batch_size}"
+        config = {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": TOPIC,
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{db}", "connection.username": "postgres", "connection.password": "",
+            "insert.mode": "upsert", "primary.key.mode": "record_value", "primary.key.fields": "id", "schema.evolution": "basic",
+            "batch.size": str(batch_size), "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
+        }
+        cpu0, _ = proc_usage(w.proc.pid)
+        pg0 = pg.cpu()
+        start = time.monotonic()
+        code, body = http("POST", w.url + "/connectors", {"name": name, "config": config})
+        assert code == 201, body
+        while True:
+            try:
+                done = pg.psql(f"SELECT coalesce(sum(next_offset), 0) FROM sluice_sink_offsets WHERE connector = '{name}'", db)
+            except subprocess.CalledProcessError:
+                done = "0"  # the sink has not created its offsets table yet
+            if int(done) >= events:
+                break
+            w.check(name)
+            time.sleep(0.05)
+        wall = time.monotonic() - start
+        cpu1, rss = proc_usage(w.proc.pid)
+        pg1 = pg.cpu()
+        code, body = http("DELETE", f"{w.url}/connectors/{name}")
+        assert code in (200, 204), body
+    finally:
+        w.stop()
+    rows = int(pg.psql("SELECT count(*) FROM bench", db))
+    assert rows == min(keys, events), f"{rows} rows in the target, expected {min(keys, events)}"
+    return {"name": f"sink, batch.size={batch_size}", "wall": wall, "rate": events / wall, "cpu": cpu1 - cpu0, "pg": pg1 - pg0, "rss": rss}
+
+
+def plain_copy(pg, tsv, events, keys):
+    pg.psql("CREATE DATABASE wh_copy")
+    pg.psql(f"CREATE TABLE bench ({COLUMNS})", "wh_copy")
+    pg0 = pg.cpu()
+    start = time.monotonic()
+    proc = subprocess.Popen([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "wh_copy",
+                             "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy bench FROM '{tsv}'"], stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"COPY failed: {proc.stderr.read().decode()}")
+    pg1 = pg.cpu()
+    rows = int(pg.psql("SELECT count(*) FROM bench", "wh_copy"))
+    assert rows == min(keys, events), rows
+    return {"name": f"psql \\copy of the final {rows:,} rows", "wall": wall, "rate": events / wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "pg": pg1 - pg0, "rss": usage.ru_maxrss / 1024}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--batch-sizes", default="500,3000", help="the sink's batch.size values to run (500 is Debezium's default, 3000 Confluent's)")
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
+    binary = os.path.join(TARGET, "release", "sluice")
+    work = tempfile.mkdtemp(prefix="sluice-bench-wh-")
+    pg = None
+    try:
+        events_file, tsv = os.path.join(work, "events.json"), os.path.join(work, "final.tsv")
+        os.chmod(work, 0o755)
+        size = generate(events_file, tsv, args.events, args.keys)
+        produced = produce(binary, work, events_file, size)
+        pg = Postgres()
+        results = [plain_copy(pg, tsv, args.events, args.keys)]
+        for b in args.batch_sizes.split(","):
+            results.append(run_sink(binary, work, pg, int(b), args.events, args.keys))
+    finally:
+        if pg:
+            pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    limit = results[0]["wall"]
+    print(f"\nembedded log -> warehouse sink -> Postgres 15, {args.events:,} change events (JsonConverter with schemas, "
+          f"{size / args.events:,.0f} B each) over {args.keys:,} keys, {os.cpu_count()} cores")
+    print(f"topic produced beforehand by FileStreamSource in {produced:.1f} s (not measured); "
+          f"events/s counts all events, also for the COPY of the final rows (the limit)\n")
+    print(f"| {'writer':<36} | {'wall s':>7} | {'events/s':>9} | {'vs COPY':>7} | {'client CPU s':>12} | {'pg CPU s':>8} | {'peak RSS MB':>11} |")
+    print(f"|{'-'*38}|{'-'*9}|{'-'*11}|{'-'*9}|{'-'*14}|{'-'*10}|{'-'*13}|")
+    for r in results:
+        print(f"| {r['name']:<36} | {r['wall']:7.2f} | {r['rate']:9,.0f} | {r['wall'] / limit:7.2f} | {r['cpu']:12.2f} | {r['pg']:8.2f} | {r['rss']:11.1f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
