@@ -240,5 +240,7 @@ pub trait Herder: Send + Sync + 'static {
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
 }
 
+#[cfg(feature = "kafka")]
+pub mod group;
 pub mod standalone;
 pub mod validate;
