@@ -176,6 +176,11 @@ impl GroupMember {
             _ = shutdown.cancelled() => return Ok(Next::Stop),
         };
         if let Some(err) = joined.error_code.err() {
+            if err == ResponseError::MemberIdRequired && !joined.member_id.is_empty() {
+                // KIP-394 (some brokers ask at every version): join again with this id.
+                *member_id = joined.member_id.to_string();
+                return Ok(Next::Rejoin);
+            }
             return self.after_error("JoinGroup", err, member_id).await;
         }
         *member_id = joined.member_id.to_string();
@@ -244,7 +249,7 @@ impl GroupMember {
                 tracing::info!(request = what, error = %err, "group is rebalancing; rejoining");
                 Ok(Next::Rejoin)
             }
-            ResponseError::UnknownMemberId | ResponseError::MemberIdRequired => {
+            ResponseError::UnknownMemberId => {
                 tracing::info!(request = what, error = %err, "the coordinator does not know this member; rejoining as a new one");
                 member_id.clear();
                 Ok(Next::Rejoin)
