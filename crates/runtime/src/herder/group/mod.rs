@@ -15,6 +15,7 @@ mod connection;
 pub mod assignor;
 pub mod member;
 pub mod protocol;
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
