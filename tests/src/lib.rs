@@ -323,9 +323,13 @@ impl KafkaBroker {
     }
 
     pub fn start(dir: &Path) -> KafkaBroker {
+        Self::start_kind(dir, &std::env::var("SLUICE_TEST_BROKER").unwrap_or_else(|_| "noida".to_owned()))
+    }
+
+    /// A broker of this kind (`noida` or `tansu`, see tests/services/kafka.sh).
+    pub fn start_kind(dir: &Path, kind: &str) -> KafkaBroker {
         let port = free_port();
-        let kind = std::env::var("SLUICE_TEST_BROKER").unwrap_or_else(|_| "noida".to_owned());
-        let out = Command::new(Self::script()).arg("start").arg(dir).arg(port.to_string()).arg(&kind).output().expect("run tests/services/kafka.sh");
+        let out = Command::new(Self::script()).arg("start").arg(dir).arg(port.to_string()).arg(kind).output().expect("run tests/services/kafka.sh");
         assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
         KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}") }
     }

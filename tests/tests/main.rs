@@ -3,6 +3,7 @@
 mod bad_input;
 mod cli;
 mod crash;
+mod distributed;
 mod docker;
 mod errors;
 mod kafka;

@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod connectors;
 pub mod error;
+mod forward;
 pub mod loggers;
 pub mod offsets;
 pub mod plugins;
@@ -98,6 +99,7 @@ pub fn router(state: RestState) -> Router {
         // Applies to the routes above, so it comes after them.
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .fallback(|| async { ApiError::no_such_path() })
+        .layer(middleware::from_fn_with_state(state.clone(), forward::writes_to_leader))
         .layer(middleware::from_fn(access_log))
         .with_state(state)
 }

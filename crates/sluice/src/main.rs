@@ -3,7 +3,7 @@
 //! ```text
 //! sluice                                   standalone on defaults (REST :8083, ./sluice-data)
 //! sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
-//! sluice distributed WORKER.properties     one worker, all state in Kafka (no group membership yet)
+//! sluice distributed WORKER.properties     a worker of the group `group.id`, all state in Kafka
 //! sluice topics list|describe|consume ...  read the embedded log
 //! sluice health [URL]                     container health check
 //! sluice --version
@@ -25,7 +25,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str = "usage:
   sluice                                       run standalone with defaults (REST on :8083, data in ./sluice-data)
   sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
-  sluice distributed WORKER.properties         a single worker keeping configs, offsets and statuses in Kafka's internal topics
+  sluice distributed WORKER.properties         a worker of the Connect cluster group.id; configs, offsets and statuses in Kafka's internal topics
   sluice topics list [--data-dir DIR]
   sluice topics describe TOPIC [--data-dir DIR]
   sluice topics consume TOPIC [--data-dir DIR] [--from-beginning] [--partition N] [--offset N] [--max-messages N] [--follow]

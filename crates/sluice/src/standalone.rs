@@ -15,14 +15,18 @@
 //! `sluice distributed WORKER.properties` keeps configs, offsets and statuses in Kafka's
 //! three internal topics too (`config.storage.topic`, `offset.storage.topic`,
 //! `status.storage.topic`, created compacted; the config topic with one partition), so a
-//! worker's state survives the loss of its machine. There is no group membership yet: it
-//! runs one worker per `group.id`, which owns every connector and task.
+//! worker's state survives the loss of its machine. Workers with the same `group.id` form
+//! one cluster (`sluice_runtime::herder::group`): each runs the share of connectors and
+//! tasks the group's leader assigns it, and forwards REST writes to the leader.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context as _};
-use sluice_runtime::herder::standalone::StandaloneHerder;
+use sluice_runtime::herder::group::member::GroupMember;
+use sluice_runtime::herder::group::worker::ClusterWorker;
+use sluice_runtime::herder::group::GroupSettings;
+use sluice_runtime::herder::standalone::{Cluster, StandaloneHerder};
 use sluice_runtime::herder::Herder;
 use sluice_runtime::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
@@ -37,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub enum Mode {
     /// The embedded log; with `bootstrap.servers`, data topics in Kafka.
     Standalone,
-    /// Everything in Kafka; one worker per group (no group membership yet).
+    /// Everything in Kafka; workers with the same `group.id` share the work.
     Distributed,
 }
 
@@ -65,7 +69,17 @@ async fn run(mode: Mode, worker_file: Option<String>, connector_files: Vec<Strin
     let (log, cluster_id) = open_log(mode, &worker).await?;
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
-    let (herder, snapshot) = StandaloneHerder::open(worker.clone(), log.clone(), plugins).await.context("cannot read the internal topics")?;
+    let group = match mode {
+        Mode::Distributed => Some(GroupSettings::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid group settings: {e}"))?),
+        Mode::Standalone => None,
+    };
+    let member = group.map(GroupMember::new);
+    let url = format!("http://{}/", worker.worker_id());
+    let (herder, snapshot) = match &member {
+        Some(m) => StandaloneHerder::open_member(worker.clone(), log.clone(), plugins, Cluster::new(url.clone(), m.rejoin_handle())).await,
+        None => StandaloneHerder::open(worker.clone(), log.clone(), plugins).await,
+    }
+    .context("cannot read the internal topics")?;
 
     let addr = format!("{}:{}", worker.rest_host, worker.rest_port);
     let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
@@ -81,6 +95,15 @@ async fn run(mode: Mode, worker_file: Option<String>, connector_files: Vec<Strin
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
 
     herder.start(snapshot).await;
+    let membership = CancellationToken::new();
+    let mut member_loop = None;
+    if let Some(member) = member {
+        tokio::spawn(herder.clone().follow_configs(membership.clone()));
+        tokio::spawn(herder.status_store().follow(membership.clone()));
+        let member_worker = Arc::new(ClusterWorker { herder: herder.clone(), url });
+        member_loop = Some(tokio::spawn(member.run(member_worker, membership.clone())));
+        tracing::info!(group.id = %worker.props["group.id"], "joining the group: this worker runs the connectors and tasks the group assigns it");
+    }
     for (name, props) in connectors {
         match herder.put_connector_config(&name, props, true, None).await {
             Ok((created, _)) => tracing::info!(connector = %name, created, "connector from the command line applied"),
@@ -92,6 +115,11 @@ async fn run(mode: Mode, worker_file: Option<String>, connector_files: Vec<Strin
     wait_for_signal().await;
     tracing::info!("stopping: tasks get task.shutdown.graceful.timeout.ms to finish and commit");
     herder.shutdown().await;
+    // Leave the group after the tasks stopped, so the others rebalance at once.
+    membership.cancel();
+    if let Some(m) = member_loop {
+        let _ = m.await;
+    }
     shutdown.cancel();
     let _ = rest.await;
     drop(herder);
@@ -112,8 +140,6 @@ async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn 
         }
         let kafka = kafka()?;
         let id = kafka.cluster_id().await.unwrap_or_else(|| "unknown".to_owned());
-        let group = &worker.props["group.id"];
-        tracing::warn!(group.id = %group, "distributed mode without group membership: this worker runs every connector of group {group}; start only one worker per group.id");
         tracing::info!(cluster_id = %id, config.storage.topic = %worker.config_topic, offset.storage.topic = %worker.offset_topic, status.storage.topic = %worker.status_topic, "every topic, including the worker's state, lives in Kafka");
         return Ok((Arc::new(kafka), id));
     }

@@ -182,6 +182,16 @@ pub trait Herder: Send + Sync + 'static {
     /// Whether start-up is complete and the worker serves requests (`GET /health`).
     fn is_ready(&self) -> bool;
 
+    /// In a group, on a follower: the leader's REST URL, where writes are forwarded.
+    fn leader_url(&self) -> Option<String> {
+        None
+    }
+
+    /// In a group: true while a rebalance is under way (writes answer 409 then).
+    fn rebalancing(&self) -> bool {
+        false
+    }
+
     async fn connectors(&self) -> Vec<String>;
 
     async fn connector_info(&self, name: &str) -> HerderResult<ConnectorInfo>;
@@ -240,5 +250,7 @@ pub trait Herder: Send + Sync + 'static {
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
 }
 
+#[cfg(feature = "kafka")]
+pub mod group;
 pub mod standalone;
 pub mod validate;

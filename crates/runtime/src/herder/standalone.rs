@@ -3,6 +3,12 @@
 //! connectors created through REST survive a restart.
 //!
 //! Every management call takes one lock, so calls apply one at a time and in order.
+//!
+//! As a member of a group ([`StandaloneHerder::open_member`], `sluice distributed`), the same
+//! herder runs only its assigned share: writes go to the config topic and come back through
+//! [`StandaloneHerder::follow_configs`] on every member; the leader rebalances on any
+//! config change; [`StandaloneHerder::revoke`] and [`StandaloneHerder::assigned`] are what
+//! the membership loop (`super::group`) calls.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,8 +63,42 @@ pub struct StandaloneHerder {
     status: Arc<StatusStore>,
     entries: Mutex<BTreeMap<String, Entry>>,
     ready: AtomicBool,
+    /// Set by [`StandaloneHerder::shutdown`]: a late group assignment starts nothing.
+    stopping: AtomicBool,
     requests: mpsc::UnboundedSender<Request>,
     worker_id: String,
+    /// Set when this worker is one member of a group (`sluice distributed`): it then runs
+    /// only what the group assigns it, and learns configs from the config topic.
+    cluster: Option<Cluster>,
+}
+
+/// A group member's view of its cluster (see [`super::group`]).
+pub struct Cluster {
+    /// This worker's REST URL, which followers forward writes to when it leads.
+    pub url: String,
+    /// Notified to make this worker rejoin its group (a rebalance).
+    pub rejoin: Arc<tokio::sync::Notify>,
+    view: std::sync::Mutex<ClusterView>,
+    /// The configs as read from the config topic; only touched under the entries lock.
+    snapshot: std::sync::Mutex<ConfigSnapshot>,
+}
+
+#[derive(Default, Clone)]
+struct ClusterView {
+    leader: bool,
+    leader_url: Option<String>,
+    /// True from a revoke until the next assignment.
+    rebalancing: bool,
+}
+
+impl Cluster {
+    pub fn new(url: String, rejoin: Arc<tokio::sync::Notify>) -> Self {
+        Self { url, rejoin, view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }), snapshot: Default::default() }
+    }
+
+    fn view(&self) -> ClusterView {
+        self.view.lock().expect("cluster view lock").clone()
+    }
 }
 
 struct Context {
@@ -83,6 +123,16 @@ fn internal(e: impl std::fmt::Display) -> HerderError {
 impl StandaloneHerder {
     /// Opens the internal topics and replays them. Call [`StandaloneHerder::start`] next.
     pub async fn open(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+        Self::open_with(worker, log, plugins, None).await
+    }
+
+    /// [`StandaloneHerder::open`] for a member of a group: nothing runs until the group
+    /// assigns it (through [`super::group::worker::ClusterWorker`]).
+    pub async fn open_member(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>, cluster: Cluster) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+        Self::open_with(worker, log, plugins, Some(cluster)).await
+    }
+
+    async fn open_with(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>, cluster: Option<Cluster>) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
         let (configs, snapshot) = ConfigStore::open(log.clone(), &worker.config_topic).await?;
         let offsets = Arc::new(OffsetStore::open(log.clone(), &worker.offset_topic, worker.offset_partitions).await?);
         let status = Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions).await?);
@@ -97,7 +147,9 @@ impl StandaloneHerder {
             status,
             entries: Mutex::new(BTreeMap::new()),
             ready: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
             requests: tx,
+            cluster,
         });
         tokio::spawn(Self::serve_requests(Arc::downgrade(&herder), rx));
         Ok((herder, snapshot))
@@ -115,7 +167,14 @@ impl StandaloneHerder {
                 };
                 let (target_tx, _) = watch::channel(state.target);
                 entries.insert(name.clone(), Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
-                self.start_connector(&mut entries, &name).await;
+                if self.cluster.is_none() {
+                    self.start_connector(&mut entries, &name).await;
+                }
+            }
+            if let Some(c) = &self.cluster {
+                // Ready once the group has assigned this worker its share.
+                *c.snapshot.lock().expect("snapshot lock") = ConfigSnapshot { connectors: entries.iter().map(|(n, e)| (n.clone(), e.state.clone())).collect() };
+                return;
             }
         }
         self.ready.store(true, Ordering::SeqCst);
@@ -124,6 +183,7 @@ impl StandaloneHerder {
     /// Stops every task (gracefully, in parallel) and connector.
     pub async fn shutdown(&self) {
         self.ready.store(false, Ordering::SeqCst);
+        self.stopping.store(true, Ordering::SeqCst);
         let mut entries = self.entries.lock().await;
         let mut joins = Vec::new();
         for entry in entries.values_mut() {
@@ -243,8 +303,16 @@ impl StandaloneHerder {
                 self.status.put_connector(name, self.state(State::Failed, Some(format!("ConnectException: could not store task configs: {e}"))));
                 return;
             }
+            if self.cluster.is_some() {
+                // The leader sees the new task configs in the config topic and rebalances.
+                entry.state.tasks = generated;
+                return;
+            }
             self.stop_tasks(entry, None).await;
             entry.state.tasks = generated;
+        }
+        if self.cluster.is_some() {
+            return;
         }
         for i in 0..entry.state.tasks.len() as u32 {
             if !entry.tasks.contains_key(&i) {
@@ -310,7 +378,16 @@ impl StandaloneHerder {
         let converters = RecordConverters::build(&key, &value, &header)?;
         let errors = ErrorPolicy::from_config(&config)?;
         let transforms = TransformChain::from_connector_config(&config)?;
-        let instance = entry.instance.as_ref().ok_or_else(|| sluice_api::ConnectError::fatal("the connector is not running"))?;
+        // In a group, a task may run on a worker that does not run its connector.
+        let fresh;
+        let instance = match (&entry.instance, &self.cluster) {
+            (Some(i), _) => i,
+            (None, Some(_)) => {
+                fresh = (entry.plugin.create)();
+                &fresh
+            }
+            (None, None) => return Err(sluice_api::ConnectError::fatal("the connector is not running")),
+        };
         let state = {
             let status = self.status.clone();
             let id = id.clone();
@@ -411,6 +488,12 @@ impl StandaloneHerder {
     async fn set_target(&self, entries: &mut BTreeMap<String, Entry>, name: &str, target: TargetState) -> HerderResult<()> {
         let previous = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?.state.target;
         self.configs.put_target_state(name, target).await.map_err(internal)?;
+        if self.cluster.is_some() {
+            // Every member applies it from the config topic; the rebalance that follows
+            // restarts the connector under its new target state.
+            self.applied(entries).await;
+            return Ok(());
+        }
         let entry = entries.get_mut(name).expect("checked");
         entry.state.target = target;
         entry.target_tx.send_replace(target);
@@ -450,6 +533,137 @@ impl StandaloneHerder {
             )));
         }
         Ok(entry.plugin.kind)
+    }
+}
+
+/// Group membership (`sluice distributed` with a `group.id`): what the membership loop
+/// calls. Eager protocol: a worker runs nothing between [`StandaloneHerder::revoke`] and
+/// [`StandaloneHerder::assigned`].
+impl StandaloneHerder {
+    fn cluster(&self) -> &Cluster {
+        self.cluster.as_ref().expect("a group member")
+    }
+
+    /// The status board, which a group member keeps following (`StatusStore::follow`).
+    pub fn status_store(&self) -> Arc<StatusStore> {
+        self.status.clone()
+    }
+
+    /// The config topic's last offset read by this worker.
+    pub fn config_position(&self) -> i64 {
+        self.configs.position()
+    }
+
+    /// Reads new config records into the entries. The leader rejoins when there were any
+    /// (a connector, its tasks or its target state changed), so the group is reassigned.
+    async fn catch_up(&self, entries: &mut BTreeMap<String, Entry>) {
+        let cluster = self.cluster();
+        let mut snapshot = cluster.snapshot.lock().expect("snapshot lock").clone();
+        match self.configs.catch_up(&mut snapshot).await {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the config topic");
+                return;
+            }
+        }
+        *cluster.snapshot.lock().expect("snapshot lock") = snapshot.clone();
+        let gone: Vec<String> = entries.keys().filter(|n| !snapshot.connectors.contains_key(*n)).cloned().collect();
+        for name in gone {
+            self.stop_connector(entries, &name).await;
+            entries.remove(&name);
+            self.status.remove_connector(&name);
+        }
+        for (name, state) in snapshot.connectors {
+            match entries.get_mut(&name) {
+                Some(e) => {
+                    if e.state.target != state.target {
+                        e.target_tx.send_replace(state.target);
+                    }
+                    e.state = state;
+                }
+                None => {
+                    let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else { continue };
+                    let (target_tx, _) = watch::channel(state.target);
+                    entries.insert(name, Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
+                }
+            }
+        }
+        if cluster.view().leader {
+            cluster.rejoin.notify_one();
+        }
+    }
+
+    /// Follows the config topic until `shutdown` (every group member runs this).
+    pub async fn follow_configs(self: Arc<Self>, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            {
+                let mut entries = self.entries.lock().await;
+                self.catch_up(&mut entries).await;
+            }
+            tokio::select! { _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}, _ = shutdown.cancelled() => {} }
+        }
+    }
+
+    /// Stops every connector and task this worker runs, and waits for them.
+    pub async fn revoke(&self) {
+        self.cluster().view.lock().expect("cluster view lock").rebalancing = true;
+        let mut entries = self.entries.lock().await;
+        let mut joins = Vec::new();
+        for entry in entries.values_mut() {
+            for (_, t) in std::mem::take(&mut entry.tasks) {
+                t.shutdown.cancel();
+                joins.push(t.join);
+            }
+        }
+        self.await_tasks(joins).await;
+        for (name, entry) in entries.iter_mut() {
+            if let Some(mut instance) = entry.instance.take() {
+                if let Err(e) = instance.stop().await {
+                    tracing::warn!(connector = %name, error = %e, "connector stop failed");
+                }
+            }
+        }
+        tracing::info!("gave up every connector and task for the rebalance");
+    }
+
+    /// Leader: every connector with its committed task count, as of the config topic's end.
+    pub async fn assignable(&self) -> (i64, BTreeMap<String, u32>) {
+        let mut entries = self.entries.lock().await;
+        self.catch_up(&mut entries).await;
+        (self.configs.position(), entries.iter().map(|(n, e)| (n.clone(), e.state.tasks.len() as u32)).collect())
+    }
+
+    /// Starts this worker's share of `generation`.
+    pub async fn assigned(&self, generation: i32, leader: bool, leader_url: String, connectors: Vec<String>, tasks: Vec<ConnectorTaskId>) {
+        let mut entries = self.entries.lock().await;
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        self.catch_up(&mut entries).await;
+        // Source tasks resume where the worker that ran them before committed.
+        if let Err(e) = self.offsets.reload().await {
+            tracing::warn!(error = %e, "could not re-read the offsets topic; moved source tasks may repeat records");
+        }
+        self.status.set_generation(generation);
+        *self.cluster().view.lock().expect("cluster view lock") = ClusterView { leader, leader_url: Some(leader_url), rebalancing: false };
+        for name in connectors {
+            if entries.contains_key(&name) {
+                self.start_connector(&mut entries, &name).await;
+            }
+        }
+        for id in tasks {
+            let Some(entry) = entries.get_mut(&id.connector) else { continue };
+            if (id.task as usize) < entry.state.tasks.len() && !entry.tasks.contains_key(&id.task) {
+                self.start_task(entry, &id.connector, id.task);
+            }
+        }
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// After a write to the config topic: read it back, so the answer reflects it.
+    async fn applied(&self, entries: &mut BTreeMap<String, Entry>) {
+        self.catch_up(entries).await;
     }
 }
 
@@ -500,6 +714,19 @@ impl Herder for StandaloneHerder {
         self.ready.load(Ordering::SeqCst)
     }
 
+    fn leader_url(&self) -> Option<String> {
+        let view = self.cluster.as_ref()?.view();
+        if view.leader {
+            None
+        } else {
+            view.leader_url
+        }
+    }
+
+    fn rebalancing(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|c| c.view().rebalancing)
+    }
+
     async fn connectors(&self) -> Vec<String> {
         self.entries.lock().await.keys().cloned().collect()
     }
@@ -535,6 +762,15 @@ impl Herder for StandaloneHerder {
         }
         if exists && entries[name].plugin.kind != plugin.kind {
             return Err(HerderError::BadRequest(format!("Connector {name} is a {} connector; its type cannot change", entries[name].plugin.kind.name())));
+        }
+        if self.cluster.is_some() {
+            if !exists {
+                self.configs.put_target_state(name, initial_state.unwrap_or(TargetState::Started)).await.map_err(internal)?;
+            }
+            self.configs.put_connector(name, &config).await.map_err(internal)?;
+            self.applied(&mut entries).await;
+            let entry = entries.get(name).ok_or_else(|| HerderError::Internal(format!("connector {name} was written but not read back")))?;
+            return Ok((!exists, self.info(name, entry)));
         }
         self.configs.put_connector(name, &config).await.map_err(internal)?;
         if exists {
@@ -574,6 +810,11 @@ impl Herder for StandaloneHerder {
         if !entries.contains_key(name) {
             return Err(HerderError::connector_not_found(name));
         }
+        if self.cluster.is_some() {
+            self.configs.remove_connector(name).await.map_err(internal)?;
+            self.applied(&mut entries).await;
+            return Ok(());
+        }
         self.stop_connector(&mut entries, name).await;
         self.configs.remove_connector(name).await.map_err(internal)?;
         entries.remove(name);
@@ -611,6 +852,12 @@ impl Herder for StandaloneHerder {
 
     async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>> {
         let mut entries = self.entries.lock().await;
+        if let Some(c) = &self.cluster {
+            entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+            // Eager protocol: a rebalance restarts every connector and task of the group.
+            c.rejoin.notify_one();
+            return Ok(None);
+        }
         let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
         let plain = !req.include_tasks && !req.only_failed;
         let mut shown = self.status_of(name, entry);
@@ -650,6 +897,11 @@ impl Herder for StandaloneHerder {
 
     async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()> {
         let mut entries = self.entries.lock().await;
+        if let Some(c) = &self.cluster {
+            entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+            c.rejoin.notify_one();
+            return Ok(());
+        }
         let entry = entries.get_mut(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
         if id.task as usize >= entry.state.tasks.len() {
             return Err(HerderError::NotFound(format!("Task {}-{} not found", id.connector, id.task)));

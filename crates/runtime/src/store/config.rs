@@ -24,9 +24,14 @@ pub struct ConfigSnapshot {
     pub connectors: BTreeMap<String, ConnectorConfigState>,
 }
 
+/// Task configs read but not yet committed, per connector.
+type Pending = BTreeMap<String, BTreeMap<u32, Props>>;
+
 pub struct ConfigStore {
     log: Arc<dyn Log>,
     topic: String,
+    /// Where [`ConfigStore::catch_up`] reads next, and task configs awaiting their commit.
+    tail: std::sync::Mutex<(i64, Pending)>,
 }
 
 impl ConfigStore {
@@ -35,12 +40,44 @@ impl ConfigStore {
         let records = super::read_all(log.as_ref(), &TopicPartition::new(topic, 0)).await?;
         let mut snapshot = ConfigSnapshot::default();
         let mut pending: BTreeMap<String, BTreeMap<u32, Props>> = BTreeMap::new();
+        let mut next = log.offsets(&TopicPartition::new(topic, 0)).await?.0;
         for r in records {
+            next = r.offset + 1;
             let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
             let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
             apply(&mut snapshot, &mut pending, key, value);
         }
-        Ok((Self { log, topic: topic.to_owned() }, snapshot))
+        Ok((Self { log, topic: topic.to_owned(), tail: std::sync::Mutex::new((next, pending)) }, snapshot))
+    }
+
+    /// The offset of the last config record read (-1 when none): the `config_offset` a
+    /// worker joins its group with.
+    pub fn position(&self) -> i64 {
+        self.tail.lock().expect("config tail lock").0 - 1
+    }
+
+    /// Applies what other writers (and this one) appended since the last read to
+    /// `snapshot`. Returns whether any record was read. Calls must not overlap.
+    pub async fn catch_up(&self, snapshot: &mut ConfigSnapshot) -> LogResult<bool> {
+        let tp = TopicPartition::new(&self.topic, 0);
+        let (mut next, mut pending) = {
+            let t = self.tail.lock().expect("config tail lock");
+            (t.0, t.1.clone())
+        };
+        let end = self.log.offsets(&tp).await?.1;
+        let start = next;
+        while next < end {
+            let batch = self.log.read(&tp, next, 1 << 20, std::time::Duration::ZERO).await?;
+            let Some(last) = batch.last() else { break };
+            next = last.offset + 1;
+            for r in batch {
+                let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
+                let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
+                apply(snapshot, &mut pending, key, value);
+            }
+        }
+        *self.tail.lock().expect("config tail lock") = (next, pending);
+        Ok(next > start)
     }
 
     async fn write(&self, records: Vec<(String, Option<Json>)>) -> LogResult<()> {

@@ -24,6 +24,26 @@ pub struct OffsetStore {
     data: RwLock<Entries>,
 }
 
+async fn read_entries(log: &dyn Log, topic: &str, count: i32) -> LogResult<Entries> {
+    let mut data: Entries = HashMap::new();
+    for p in 0..count {
+        for r in super::read_all(log, &TopicPartition::new(topic, p)).await? {
+            let Some(key) = r.record.key.as_deref().and_then(|k| serde_json::from_slice::<Json>(k).ok()) else { continue };
+            let Some((name, partition)) = parse_key(&key) else { continue };
+            let entry = data.entry(name).or_default();
+            match r.record.value.as_deref().and_then(|v| serde_json::from_slice::<Json>(v).ok()) {
+                Some(Json::Object(offset)) => {
+                    entry.insert(canonical(&partition), (partition, offset));
+                }
+                _ => {
+                    entry.remove(&canonical(&partition));
+                }
+            }
+        }
+    }
+    Ok(data)
+}
+
 /// A partition's identity regardless of key order (Connect compares them as maps).
 pub fn canonical(partition: &SourcePartition) -> String {
     fn sort(v: &Json) -> Json {
@@ -43,23 +63,17 @@ impl OffsetStore {
     pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32) -> LogResult<Self> {
         log.ensure_topic(topic, TopicConfig::compacted(partitions)).await?;
         let count = log.partition_count(topic).await?;
-        let mut data: Entries = HashMap::new();
-        for p in 0..count {
-            for r in super::read_all(log.as_ref(), &TopicPartition::new(topic, p)).await? {
-                let Some(key) = r.record.key.as_deref().and_then(|k| serde_json::from_slice::<Json>(k).ok()) else { continue };
-                let Some((name, partition)) = parse_key(&key) else { continue };
-                let entry = data.entry(name).or_default();
-                match r.record.value.as_deref().and_then(|v| serde_json::from_slice::<Json>(v).ok()) {
-                    Some(Json::Object(offset)) => {
-                        entry.insert(canonical(&partition), (partition, offset));
-                    }
-                    _ => {
-                        entry.remove(&canonical(&partition));
-                    }
-                }
-            }
-        }
+        let data = read_entries(log.as_ref(), topic, count).await?;
         Ok(Self { log, topic: topic.to_owned(), partitions: count, data: RwLock::new(data) })
+    }
+
+    /// Reads the whole topic again, taking in what other workers of a group committed.
+    /// Call only while no task of this worker writes offsets (between a revoke and the
+    /// start of the next assignment).
+    pub async fn reload(&self) -> LogResult<()> {
+        let data = read_entries(self.log.as_ref(), &self.topic, self.partitions).await?;
+        *self.data.write().expect("offsets lock") = data;
+        Ok(())
     }
 
     pub fn get(&self, connector: &str, partition: &SourcePartition) -> Option<SourceOffset> {

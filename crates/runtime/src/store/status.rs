@@ -25,6 +25,8 @@ pub struct StatusStore {
     topic: String,
     partitions: i32,
     board: Mutex<Board>,
+    /// The group generation written with each status (0 outside a group).
+    generation: std::sync::atomic::AtomicI32,
 }
 
 impl StatusStore {
@@ -44,7 +46,7 @@ impl StatusStore {
                 }
             }
         }
-        Ok(Self { log, topic: topic.to_owned(), partitions: count, board: Mutex::new(board) })
+        Ok(Self { log, topic: topic.to_owned(), partitions: count, board: Mutex::new(board), generation: Default::default() })
     }
 
     fn persist(&self, records: Vec<(String, Option<Json>)>) {
@@ -60,20 +62,55 @@ impl StatusStore {
         });
     }
 
-    fn status_json(s: &StateInfo) -> Json {
-        json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": 0 })
+    fn status_json(s: &StateInfo, generation: i32) -> Json {
+        json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": generation })
+    }
+
+    /// The group generation statuses are written with from now on.
+    pub fn set_generation(&self, generation: i32) {
+        self.generation.store(generation, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn record(&self, s: &StateInfo) -> Json {
+        Self::status_json(s, self.generation.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Follows the status topic from its current end, so this worker shows the statuses
+    /// other workers of its group write. Every partition is read from the start first.
+    pub async fn follow(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        let mut next = vec![0i64; self.partitions as usize];
+        while !shutdown.is_cancelled() {
+            for (p, pos) in next.iter_mut().enumerate() {
+                let tp = TopicPartition::new(&self.topic, p as i32);
+                let batch = match self.log.read(&tp, *pos, 1 << 20, std::time::Duration::ZERO).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "could not read the status topic");
+                        continue;
+                    }
+                };
+                let mut board = self.board.lock().expect("status lock");
+                for r in batch {
+                    *pos = r.offset + 1;
+                    let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
+                    let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
+                    apply_status(&mut board, key, value.as_ref());
+                }
+            }
+            tokio::select! { _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}, _ = shutdown.cancelled() => {} }
+        }
     }
 
     pub fn put_connector(&self, name: &str, mut status: StateInfo) {
         status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
-        let record = Self::status_json(&status);
+        let record = self.record(&status);
         self.board.lock().expect("status lock").connectors.insert(name.to_owned(), status);
         self.persist(vec![(format!("status-connector-{name}"), Some(record))]);
     }
 
     pub fn put_task(&self, id: &ConnectorTaskId, mut status: StateInfo) {
         status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
-        let record = Self::status_json(&status);
+        let record = self.record(&status);
         self.board.lock().expect("status lock").tasks.insert(id.clone(), status);
         self.persist(vec![(format!("status-task-{}-{}", id.connector, id.task), Some(record))]);
     }
@@ -138,6 +175,28 @@ impl StatusStore {
     }
 }
 
+/// One status record from the topic onto the board (connector and task statuses only).
+fn apply_status(board: &mut Board, key: &str, value: Option<&Json>) {
+    let parse = |v: &Json| -> Option<StateInfo> {
+        let state = serde_json::from_value(v.get("state")?.clone()).ok()?;
+        Some(StateInfo { state, trace: v.get("trace").and_then(Json::as_str).map(str::to_owned), worker_id: v.get("worker_id").and_then(Json::as_str).unwrap_or_default().to_owned() })
+    };
+    if let Some(name) = key.strip_prefix("status-connector-") {
+        match value.and_then(parse) {
+            Some(s) => board.connectors.insert(name.to_owned(), s),
+            None => board.connectors.remove(name),
+        };
+    } else if let Some(rest) = key.strip_prefix("status-task-") {
+        let Some((name, task)) = rest.rsplit_once('-') else { return };
+        let Ok(task) = task.parse::<u32>() else { return };
+        let id = ConnectorTaskId { connector: name.to_owned(), task };
+        match value.and_then(parse) {
+            Some(s) => board.tasks.insert(id, s),
+            None => board.tasks.remove(&id),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +205,11 @@ mod tests {
     #[test]
     fn status_record_matches_connect() {
         let s = StateInfo { state: State::Failed, trace: Some("boom".into()), worker_id: "h:1".into() };
-        assert_eq!(StatusStore::status_json(&s).to_string(), r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":0}"#);
+        assert_eq!(StatusStore::status_json(&s, 3).to_string(), r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":3}"#);
+        let mut board = Board::default();
+        apply_status(&mut board, "status-task-my-conn-2", Some(&StatusStore::status_json(&s, 3)));
+        assert_eq!(board.tasks[&ConnectorTaskId { connector: "my-conn".into(), task: 2 }], s);
+        apply_status(&mut board, "status-task-my-conn-2", None);
+        assert!(board.tasks.is_empty());
     }
 }
