@@ -247,6 +247,9 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             }
         }
         PgType::TimestampTz => {
+            if let Some(iso) = utc_timestamp_as_iso(text) {
+                return Ok(Value::String(iso));
+            }
             let (ts, offset) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
             let micros = parse_timestamp(ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
             Value::String(format_timestamp_utc(micros))
@@ -445,6 +448,32 @@ fn format_timestamp_utc(micros: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{}Z", format_time(in_day))
 }
 
+/// The fast path of a `timestamptz` in a UTC session: `2024-02-29 23:30:00.12+00` is
+/// `2024-02-29T23:30:00.12Z` (trailing zero fraction digits dropped). `None` for anything
+/// else (BC dates, years past 9999, other offsets): the general path reads it.
+fn utc_timestamp_as_iso(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let body = text.strip_suffix("+00")?;
+    let well_formed = b.len() >= 22
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b' '
+        && b[13] == b':'
+        && b[16] == b':'
+        && body.bytes().enumerate().all(|(i, c)| matches!(i, 4 | 7 | 10 | 13 | 16) || c.is_ascii_digit() || (i == 19 && c == b'.'))
+        && (body.len() == 19 || (body.len() > 20 && b[19] == b'.'));
+    if !well_formed {
+        return None;
+    }
+    let body = if body.len() > 19 { body.trim_end_matches('0').trim_end_matches('.') } else { body };
+    let mut out = String::with_capacity(body.len() + 1);
+    out.push_str(&body[..10]);
+    out.push('T');
+    out.push_str(&body[11..]);
+    out.push('Z');
+    Some(out)
+}
+
 /// A one-dimensional array literal (`{a,"b c",NULL}`) as its elements.
 fn parse_array(text: &str) -> Option<Vec<Option<String>>> {
     let inner = text.strip_prefix('{')?.strip_suffix('}')?;
@@ -520,6 +549,19 @@ mod tests {
         );
         assert_eq!(value(&PgType::TimestampTz, M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
         assert_eq!(value(&PgType::TimeTz, M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
+        for (pg, iso) in [
+            ("2024-02-29 23:30:00+00", "2024-02-29T23:30:00Z"),
+            ("2024-02-29 23:30:00.000001+00", "2024-02-29T23:30:00.000001Z"),
+            ("2024-02-29 23:30:00.5+00", "2024-02-29T23:30:00.5Z"),
+            ("2024-02-29 23:30:00.500+00", "2024-02-29T23:30:00.5Z"),
+            ("2024-02-29 23:30:00.000+00", "2024-02-29T23:30:00Z"),
+        ] {
+            assert_eq!(utc_timestamp_as_iso(pg).as_deref(), Some(iso), "{pg}");
+            assert_eq!(value(&PgType::TimestampTz, M, pg).unwrap(), Value::String(iso.into()), "{pg}");
+        }
+        for other in ["0044-03-15 12:00:00+00 BC", "12345-01-01 00:00:00+00", "2024-02-29 23:30:00+01", "2024-02-29 23:30:00.+00"] {
+            assert_eq!(utc_timestamp_as_iso(other), None, "{other}");
+        }
     }
 
     #[test]

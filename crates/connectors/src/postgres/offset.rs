@@ -124,7 +124,7 @@ pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool) -
 }
 
 pub fn change_offset(lsn: Lsn, commit_lsn: Lsn, tx_id: i64, ts_usec: i64, txn_seq: u64) -> SourceOffset {
-    let mut o = SourceOffset::new();
+    let mut o = SourceOffset::with_capacity(6);
     o.insert("lsn".into(), json!(lsn.0));
     o.insert("lsn_proc".into(), json!(lsn.0));
     o.insert("lsn_commit".into(), json!(commit_lsn.0));

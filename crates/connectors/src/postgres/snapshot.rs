@@ -112,7 +112,7 @@ impl SnapshotReader {
                 if let SimpleQueryMessage::Row(row) = msg {
                     got += 1;
                     let datums: Vec<Datum> =
-                        (0..row.len()).map(|i| row.get(i).map_or(Datum::Null, |s| Datum::Text(s.to_owned()))).collect();
+                        (0..row.len()).map(|i| row.get(i).map_or(Datum::Null, Datum::Text)).collect();
                     let value = table.row(&datums)?;
                     if let Some((t, v)) = self.held.replace((table.clone(), value)) {
                         out.push(self.build(&t, v, false));
