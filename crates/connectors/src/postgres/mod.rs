@@ -39,8 +39,12 @@
 //! - When the slot already exists at the first snapshot (`snapshot.mode=always`, or a slot
 //!   created beforehand) the snapshot reads a fresh snapshot while streaming starts at the
 //!   slot's position, so changes between the two may repeat.
-//! - Not mapped yet (columns left out, as Debezium does with unknown types): interval,
-//!   money, bit/varbit, hstore, geometric and range types, ltree, multi-dimensional arrays;
+//! - interval, money and hstore follow Debezium's default handling modes only
+//!   (`interval.handling.mode=numeric`, `money.fraction.digits=2`,
+//!   `hstore.handling.mode=json`; setting those keys is rejected); an hstore's JSON keeps
+//!   Postgres' pair order (Debezium's follows a Java HashMap).
+//! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
+//!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
 //! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
 

@@ -708,3 +708,46 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
     let topics: Vec<&str> = data(&third).into_iter().filter(|r| op(r) == "r").map(|r| r.topic.as_str()).collect();
     assert_eq!(topics, vec!["srv.public.z_nopk"; 31]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_money_bits_and_hstore_round_trip_in_snapshot_and_stream() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute(
+        "CREATE EXTENSION hstore;
+         CREATE TABLE odd (id int PRIMARY KEY, iv interval, m money, b1 bit(1), b10 bit(10), vb varbit(16), h hstore);",
+    )
+    .await
+    .unwrap();
+    let row = "'1 day 01:00:00.5', '-1234.56', B'1', B'1000000001', B'101', '\"a\"=>\"1\", \"b\"=>NULL'";
+    db.batch_execute(&format!("INSERT INTO odd VALUES (1, {row})")).await.unwrap();
+    let props = pg.props(&[("slot.name", "s10")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    let mut all = Vec::new();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+    db.batch_execute(&format!("INSERT INTO odd VALUES (2, {row})")).await.unwrap();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 2).await;
+    task.stop().await.unwrap();
+
+    assert_eq!(all.iter().map(op).collect::<Vec<_>>(), vec!["r", "c"]);
+    for r in &all {
+        let f = |n: &str| field(r, "after", n).clone();
+        assert_eq!(f("iv"), Value::Int64(90_000_500_000));
+        // -1234.56 at scale 2 = -123456 = 0xFE1DC0
+        assert_eq!(f("m"), Value::Bytes(vec![0xfe, 0x1d, 0xc0]));
+        assert_eq!(f("b1"), Value::Boolean(true));
+        assert_eq!(f("b10"), Value::Bytes(vec![0x01, 0x02]));
+        assert_eq!(f("vb"), Value::Bytes(vec![0x05]));
+        assert_eq!(f("h"), Value::String(r#"{"a":"1","b":null}"#.into()));
+    }
+    let after = all[0].value_schema.as_ref().unwrap().field("after").unwrap().schema.clone();
+    let schema = |n: &str| after.field(n).unwrap().schema.clone();
+    assert_eq!(schema("iv").name.as_deref(), Some("io.debezium.time.MicroDuration"));
+    assert_eq!(schema("m").name.as_deref(), Some("org.apache.kafka.connect.data.Decimal"));
+    assert_eq!(schema("m").parameter("scale"), Some("2"));
+    assert_eq!(schema("b1").name, None);
+    assert_eq!(schema("b10").name.as_deref(), Some("io.debezium.data.Bits"));
+    assert_eq!(schema("b10").parameter("length"), Some("10"));
+    assert_eq!(schema("vb").parameter("length"), Some("16"));
+    assert_eq!(schema("h").name.as_deref(), Some("io.debezium.data.Json"));
+}
