@@ -10,14 +10,22 @@ One run, one throwaway Postgres 15 (tests/services/postgres.sh), one table
    - pg_recvlogical (pgoutput, proto_version 1, the same publication) to /dev/null, up to
      the end LSN: the physical limit (the walsender decodes; the client only receives);
    - sluice: Postgres -> embedded log -> discard sink, with JsonConverter schemas off and
-     on, until the sink has consumed N records.
+     on, until the sink has consumed N records. The sink only counts, so by default it
+     reads with ByteArrayConverter: the rows measure the source path (Postgres -> records
+     -> JSON -> log), as pg_recvlogical's measures the protocol. --sink-json makes the sink
+     parse the JSON back too (the runtime's JsonConverter, not the connector, then
+     dominates the CPU time).
 4. Snapshot: sluice with snapshot.mode=initial_only and a new slot, until the sink has
    consumed the N snapshot records.
 
 Prints wall seconds, rows/s, client CPU-seconds, peak RSS and the ratio to pg_recvlogical
 (time of pg_recvlogical / time of the row). Not a test: it asserts nothing; it measures.
 
-usage: bench/postgres.py [--rows N] [--only NAME]
+With --baseline BINARY, every sluice row is also run with that binary (an older build,
+e.g. main's), against the same Postgres and WAL, so a change is compared under the same
+conditions.
+
+usage: bench/postgres.py [--rows N] [--only NAME] [--baseline BINARY] [--sink-json]
 """
 import argparse
 import json
@@ -103,6 +111,9 @@ def pg_recvlogical(pg, slot, end_lsn, rows):
     return {"name": "pg_recvlogical (limit)", "wall": wall, "rate": rows / wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
+SINK_JSON = False
+
+
 def run_sluice(binary, pg, name, props, connector, rows):
     work = tempfile.mkdtemp(prefix="sluice-bench-")
     port = free_port()
@@ -137,7 +148,11 @@ def run_sluice(binary, pg, name, props, connector, rows):
             time.sleep(0.05)
         cpu0, _ = proc_usage(proc.pid)
         start = time.monotonic()
-        code, body = http("POST", url + "/connectors", {"name": "sink", "config": {"connector.class": "discard", "topics": TOPIC}})
+        sink = {"connector.class": "discard", "topics": TOPIC}
+        if not SINK_JSON:
+            sink.update({"key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+                         "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
+        code, body = http("POST", url + "/connectors", {"name": "sink", "config": sink})
         assert code == 201, body
         code, body = http("POST", url + "/connectors", {"name": "pg", "config": config})
         assert code == 201, body
@@ -166,7 +181,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--only", help="run only the sluice configurations whose name contains this")
+    ap.add_argument("--baseline", help="also run every sluice row with this binary, labelled 'baseline'")
+    ap.add_argument("--sink-json", action="store_true", help="the discard sink parses the JSON back (JsonConverter) instead of taking bytes")
     args = ap.parse_args()
+    global SINK_JSON
+    SINK_JSON = args.sink_json
     rows = args.rows - args.rows % 1000
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
     binary = os.path.join(TARGET, "release", "sluice")
@@ -174,7 +193,10 @@ def main():
     try:
         pg.psql(f"""CREATE TABLE bench (id bigint PRIMARY KEY, name text NOT NULL, qty int NOT NULL, price int, note text, created timestamptz NOT NULL);
                     CREATE PUBLICATION {PUBLICATION} FOR TABLE bench;""")
-        slots = ["recv"] + [slot for _, slot, _ in STREAMING]
+        binaries = [("", binary)] + ([("baseline ", os.path.abspath(args.baseline))] if args.baseline else [])
+        streaming = [(label + name, bin_, ("base_" if label else "") + slot, props) for label, bin_ in binaries for name, slot, props in STREAMING
+                     if not args.only or args.only in name]
+        slots = ["recv"] + [slot for _, _, slot, _ in streaming]
         pg.psql("".join(f"SELECT pg_create_logical_replication_slot('{s}', 'pgoutput');\n" for s in slots))
         t0 = time.monotonic()
         pg.psql("".join(
@@ -185,18 +207,17 @@ def main():
         wal_mb = int(pg.psql(f"SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'recv'")) / 1e6
 
         results = [pg_recvlogical(pg, "recv", end_lsn, rows)]
-        for name, slot, props in STREAMING:
-            if args.only and args.only not in name:
-                continue
-            results.append(run_sluice(binary, pg, name, props, {"slot.name": slot, "snapshot.mode": "no_data"}, rows))
-        snapshot = [run_sluice(binary, pg, f"{name} snapshot", props, {"slot.name": slot + "_snap", "snapshot.mode": "initial_only"}, rows)
-                    for name, slot, props in STREAMING if not args.only or args.only in name]
+        for name, bin_, slot, props in streaming:
+            results.append(run_sluice(bin_, pg, name, props, {"slot.name": slot, "snapshot.mode": "no_data"}, rows))
+        snapshot = [run_sluice(bin_, pg, f"{name} snapshot", props, {"slot.name": slot + "_snap", "snapshot.mode": "initial_only"}, rows)
+                    for name, bin_, slot, props in streaming]
     finally:
         pg.stop()
 
     limit = results[0]["wall"]
     print(f"\nPostgres 15 -> sluice, {rows:,} rows inserted in 1,000-row transactions ({insert:.1f} s, {wal_mb:.0f} MB of WAL), {os.cpu_count()} cores")
-    print("streaming: each reader drains the same WAL from its own slot; sluice: Postgres -> embedded log -> discard sink\n")
+    print("streaming: each reader drains the same WAL from its own slot; sluice: Postgres -> embedded log -> discard sink "
+          f"({'JsonConverter' if SINK_JSON else 'ByteArrayConverter'})\n")
     header = f"| {'reader':<32} | {'wall s':>7} | {'rows/s':>9} | {'vs limit':>8} | {'CPU s':>6} | {'CPU s/M rows':>12} | {'peak RSS MB':>11} |"
     print(header)
     print(f"|{'-'*34}|{'-'*9}|{'-'*11}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")

@@ -35,7 +35,7 @@ pub fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
-fn quote_literal(s: &str) -> String {
+pub fn quote_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -236,7 +236,8 @@ impl TypeResolver {
                 "SELECT t.typtype::text, t.typelem, t.typbasetype, t.typtypmod, \
                         (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid), \
                         (SELECT et.typtype::text FROM pg_type et WHERE et.oid = t.typelem), \
-                        (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.typelem) \
+                        (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.typelem), \
+                        t.typname::text \
                  FROM pg_type t WHERE t.oid = $1",
                 &[&oid],
             )
@@ -252,6 +253,8 @@ impl TypeResolver {
                 match typtype.as_str() {
                     "e" => r.get::<_, Option<String>>(4).map(|labels| PgType::Enum { labels }),
                     "d" => mapping::builtin(base, base_mod),
+                    // An extension's type: its oid differs per database.
+                    "b" if elem == 0 && r.get::<_, String>(7) == "hstore" => Some(PgType::Hstore),
                     "b" if elem != 0 => match (r.get::<_, Option<String>>(5).as_deref(), r.get::<_, Option<String>>(6)) {
                         (Some("e"), Some(labels)) => Some(PgType::Array(Box::new(PgType::Enum { labels }))),
                         _ => None,

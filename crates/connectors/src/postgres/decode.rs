@@ -3,17 +3,18 @@
 //! Begin and Commit messages are decoded by the transport (`pgwire-replication` hands them
 //! over as their own events); this module decodes everything else a v1 stream carries:
 //! Relation, Type, Insert, Update, Delete, Truncate, Origin and (transactional) Message.
-//! Values stay in their text form: [`super::mapping`] turns them into Connect values.
+//! Values stay in their text form, borrowed from the message (no copy per column):
+//! [`super::mapping`] turns them into Connect values.
 
 use std::fmt;
 
 /// What pgoutput sends for one column of a tuple.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Datum {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datum<'a> {
     Null,
     /// A TOASTed value that did not change and was not sent.
     UnchangedToast,
-    Text(String),
+    Text(&'a str),
 }
 
 /// One column of a Relation message.
@@ -38,13 +39,13 @@ pub struct Relation {
 
 /// The old row of an Update or Delete: the key columns only, or the whole row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OldTuple {
-    Key(Vec<Datum>),
-    Full(Vec<Datum>),
+pub enum OldTuple<'a> {
+    Key(Vec<Datum<'a>>),
+    Full(Vec<Datum<'a>>),
 }
 
-impl OldTuple {
-    pub fn datums(&self) -> &[Datum] {
+impl<'a> OldTuple<'a> {
+    pub fn datums(&self) -> &[Datum<'a>] {
         match self {
             OldTuple::Key(d) | OldTuple::Full(d) => d,
         }
@@ -52,12 +53,12 @@ impl OldTuple {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Message {
+pub enum Message<'a> {
     Relation(Relation),
     Type { oid: u32, namespace: String, name: String },
-    Insert { relation: u32, new: Vec<Datum> },
-    Update { relation: u32, old: Option<OldTuple>, new: Vec<Datum> },
-    Delete { relation: u32, old: OldTuple },
+    Insert { relation: u32, new: Vec<Datum<'a>> },
+    Update { relation: u32, old: Option<OldTuple<'a>>, new: Vec<Datum<'a>> },
+    Delete { relation: u32, old: OldTuple<'a> },
     Truncate { relations: Vec<u32>, cascade: bool, restart_identity: bool },
     Origin,
     /// `pg_logical_emit_message` content; not turned into records.
@@ -66,7 +67,7 @@ pub enum Message {
     Boundary,
 }
 
-impl Message {
+impl Message<'_> {
     /// True for the messages that are row changes.
     pub fn is_change(&self) -> bool {
         matches!(self, Message::Insert { .. } | Message::Update { .. } | Message::Delete { .. } | Message::Truncate { .. })
@@ -121,7 +122,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn tuple(&mut self) -> Result<Vec<Datum>, DecodeError> {
+    fn tuple(&mut self) -> Result<Vec<Datum<'a>>, DecodeError> {
         let n = self.i16("tuple column count")?;
         let mut out = Vec::with_capacity(n.max(0) as usize);
         for _ in 0..n {
@@ -131,7 +132,7 @@ impl<'a> Reader<'a> {
                 b't' => {
                     let len = self.i32("text length")?;
                     let bytes = self.take(len.max(0) as usize, "text value")?;
-                    Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError("text value is not UTF-8".into()))?)
+                    Datum::Text(std::str::from_utf8(bytes).map_err(|_| DecodeError("text value is not UTF-8".into()))?)
                 }
                 b'b' => return Err(DecodeError("binary tuple values are not requested by this connector".into())),
                 other => return Err(DecodeError(format!("unknown tuple column kind {:?}", other as char))),
@@ -143,7 +144,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Decodes one pgoutput message (the payload of an XLogData).
-pub fn decode(payload: &[u8]) -> Result<Message, DecodeError> {
+pub fn decode(payload: &[u8]) -> Result<Message<'_>, DecodeError> {
     let mut r = Reader { buf: payload };
     let tag = r.u8("message tag")?;
     Ok(match tag {
@@ -263,7 +264,7 @@ mod tests {
         m.extend(16384u32.to_be_bytes());
         m.push(b'N');
         m.extend(tuple(&[Some("1"), None]));
-        assert_eq!(decode(&m).unwrap(), Message::Insert { relation: 16384, new: vec![Datum::Text("1".into()), Datum::Null] });
+        assert_eq!(decode(&m).unwrap(), Message::Insert { relation: 16384, new: vec![Datum::Text("1"), Datum::Null] });
     }
 
     #[test]
@@ -272,7 +273,7 @@ mod tests {
         m.extend(7u32.to_be_bytes());
         m.push(b'N');
         m.extend(tuple(&[Some("2")]));
-        assert_eq!(decode(&m).unwrap(), Message::Update { relation: 7, old: None, new: vec![Datum::Text("2".into())] });
+        assert_eq!(decode(&m).unwrap(), Message::Update { relation: 7, old: None, new: vec![Datum::Text("2")] });
 
         let mut m = vec![b'U'];
         m.extend(7u32.to_be_bytes());
@@ -281,7 +282,7 @@ mod tests {
         m.push(b'N');
         m.extend(tuple(&[Some("2")]));
         let Message::Update { old: Some(OldTuple::Full(old)), .. } = decode(&m).unwrap() else { panic!() };
-        assert_eq!(old, vec![Datum::Text("1".into())]);
+        assert_eq!(old, vec![Datum::Text("1")]);
     }
 
     #[test]

@@ -94,14 +94,15 @@ pub struct TableSchema {
     pub topic: String,
     /// Aligned with the tuple's columns; `None` for columns left out.
     columns: Vec<Option<Column>>,
-    /// Indices into `columns` of the primary key, in key order.
-    key: Vec<usize>,
+    /// Indices into a row struct's values of the primary key, in key order.
+    key_fields: Vec<usize>,
+    /// The `source` block's fields that are the same for every event of this table (the
+    /// per-event ones are `Null` here and filled in by [`TableSchema::source`]).
+    source_template: Vec<Value>,
     key_schema: Option<SchemaRef>,
     value_schema: SchemaRef,
     envelope_schema: SchemaRef,
     modes: Modes,
-    db: String,
-    server: String,
 }
 
 impl TableSchema {
@@ -121,6 +122,7 @@ impl TableSchema {
             .collect();
         pk.sort_unstable();
         let key: Vec<usize> = pk.into_iter().map(|(_, i)| i).collect();
+        let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
         let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
         let value_schema = Schema::struct_of(columns.iter().flatten().map(field)).named(format!("{base}.Value")).optional().into_ref();
         let key_schema = (!key.is_empty()).then(|| {
@@ -139,7 +141,21 @@ impl TableSchema {
         .named(format!("{base}.Envelope"))
         .with_version(1)
         .into_ref();
-        Self { topic: base, id, columns, key, key_schema, value_schema, envelope_schema, modes, db: db.to_owned(), server: prefix.to_owned() }
+        let source_template = vec![
+            Value::String(env!("CARGO_PKG_VERSION").to_owned()),
+            Value::String(CONNECTOR_NAME.to_owned()),
+            Value::String(prefix.to_owned()),
+            Value::Null,
+            Value::Null,
+            Value::String(db.to_owned()),
+            Value::Null,
+            Value::String(id.schema.clone()),
+            Value::String(id.table.clone()),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ];
+        Self { topic: base, id, columns, key_fields, source_template, key_schema, value_schema, envelope_schema, modes }
     }
 
     pub fn has_key(&self) -> bool {
@@ -174,28 +190,18 @@ impl TableSchema {
 
     pub fn key_of(&self, row: &Value) -> Value {
         let (Some(schema), Some(row)) = (&self.key_schema, row.as_struct()) else { return Value::Null };
-        let values = self.key.iter().map(|i| row.get(&self.columns[*i].as_ref().expect("mapped").name).cloned().unwrap_or(Value::Null)).collect();
+        let values = self.key_fields.iter().map(|i| row.values().get(*i).cloned().unwrap_or(Value::Null)).collect();
         Value::Struct(Struct::from_values(schema.clone(), values))
     }
 
     fn source(&self, info: &SourceInfo, source_schema: &SchemaRef) -> Value {
-        Value::Struct(Struct::from_values(
-            source_schema.clone(),
-            vec![
-                Value::String(env!("CARGO_PKG_VERSION").to_owned()),
-                Value::String(CONNECTOR_NAME.to_owned()),
-                Value::String(self.server.clone()),
-                Value::Int64(info.ts_ms),
-                Value::String(info.snapshot.to_owned()),
-                Value::String(self.db.clone()),
-                info.sequence.clone().map_or(Value::Null, Value::String),
-                Value::String(self.id.schema.clone()),
-                Value::String(self.id.table.clone()),
-                info.tx_id.map_or(Value::Null, Value::Int64),
-                info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64)),
-                Value::Null,
-            ],
-        ))
+        let mut values = self.source_template.clone();
+        values[3] = Value::Int64(info.ts_ms);
+        values[4] = Value::String(info.snapshot.to_owned());
+        values[6] = info.sequence.clone().map_or(Value::Null, Value::String);
+        values[9] = info.tx_id.map_or(Value::Null, Value::Int64);
+        values[10] = info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64));
+        Value::Struct(Struct::from_values(source_schema.clone(), values))
     }
 
     /// A change record (`op` is c, u, d or r). The key comes from `after`, or `before` for
@@ -283,7 +289,7 @@ mod tests {
         ];
         let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
         assert_eq!(t.topic, "srv.public.t");
-        let row = t.row(&[Datum::Text("x".into()), Datum::Text("5".into()), Datum::Text("?".into())]).unwrap();
+        let row = t.row(&[Datum::Text("x"), Datum::Text("5"), Datum::Text("?")]).unwrap();
         let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: Some(9), lsn: Some(10), sequence: None };
         let r = t.record('c', Value::Null, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
         assert_eq!(r.key_schema.as_ref().unwrap().name.as_deref(), Some("srv.public.t.Key"));
@@ -310,7 +316,7 @@ mod tests {
         ];
         let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
         // What pgoutput sends as a delete's old key under REPLICA IDENTITY DEFAULT.
-        let before = t.row(&[Datum::Text("7".into()), Datum::Null, Datum::Null, Datum::Null, Datum::Null]).unwrap();
+        let before = t.row(&[Datum::Text("7"), Datum::Null, Datum::Null, Datum::Null, Datum::Null]).unwrap();
         let before = before.as_struct().unwrap();
         assert_eq!(before.get("id"), Some(&Value::Int64(7)));
         assert_eq!(before.get("v"), Some(&Value::Int32(0)));

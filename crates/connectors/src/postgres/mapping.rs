@@ -3,14 +3,16 @@
 //! Connect value, following Debezium's type tables for each handling mode.
 //!
 //! Session settings every reader pins (see [`SESSION_OPTIONS`]): ISO dates, UTC time zone,
-//! hex bytea and full float precision, so the text form is unambiguous.
+//! `postgres` intervals, hex bytea, full float precision and C money (`$1,234.56`), so the
+//! text form is unambiguous.
 
 use sluice_api::{Schema, Value};
 
 use super::config::{DecimalMode, TimeMode};
 
 /// The `options` startup parameter of every connection the connector opens.
-pub const SESSION_OPTIONS: &str = "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=3";
+pub const SESSION_OPTIONS: &str =
+    "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=3 -c lc_monetary=C";
 
 /// Debezium's placeholder for an unchanged TOASTed value that pgoutput did not send.
 pub const UNAVAILABLE_VALUE: &str = "__debezium_unavailable_value";
@@ -27,6 +29,8 @@ pub mod names {
     pub const JSON: &str = "io.debezium.data.Json";
     pub const XML: &str = "io.debezium.data.Xml";
     pub const ENUM: &str = "io.debezium.data.Enum";
+    pub const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
+    pub const BITS: &str = "io.debezium.data.Bits";
     pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
 }
 
@@ -56,7 +60,21 @@ pub enum PgType {
     /// Comma-separated labels, as Debezium's `allowed` parameter.
     Enum { labels: String },
     Array(Box<PgType>),
+    /// `interval.handling.mode=numeric`: microseconds, a month being 365.25 / 12 days.
+    Interval,
+    /// Two fraction digits (`money.fraction.digits`' default; the C `lc_monetary`).
+    Money,
+    /// bit(n) and varbit(n); `length` is `n` (`i32::MAX` for an unconstrained varbit).
+    Bits { length: i32 },
+    /// `hstore.handling.mode=json`: a JSON object of strings.
+    Hstore,
 }
+
+/// Debezium's average month, in days, for intervals as microseconds.
+const DAYS_PER_MONTH_AVG: f64 = 365.25 / 12.0;
+
+/// Digits after the decimal point of a money value.
+const MONEY_FRACTION_DIGITS: i32 = 2;
 
 /// The built-in type with this oid and modifier; `None` for types needing a catalog look-up
 /// (enums, domains, arrays of those) or not mapped at all.
@@ -87,6 +105,10 @@ pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
             }
         }
         2950 => PgType::Uuid,
+        1186 => PgType::Interval,
+        790 => PgType::Money,
+        1560 => PgType::Bits { length: typmod.max(1) },
+        1562 => PgType::Bits { length: if typmod > 0 { typmod } else { i32::MAX } },
         _ => {
             let element = match oid {
                 1000 => 16,
@@ -164,6 +186,15 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
         },
         PgType::TimestampTz => Schema::string().named(names::ZONED_TIMESTAMP).with_version(1),
         PgType::Enum { labels } => Schema::string().named(names::ENUM).with_version(1).with_parameter("allowed", labels.clone()),
+        PgType::Interval => Schema::int64().named(names::MICRO_DURATION).with_version(1),
+        PgType::Money => match modes.decimal {
+            DecimalMode::Double => Schema::float64(),
+            DecimalMode::String => Schema::string(),
+            DecimalMode::Precise => Schema::decimal(MONEY_FRACTION_DIGITS),
+        },
+        PgType::Bits { length: 1 } => Schema::boolean(),
+        PgType::Bits { length } => Schema::bytes().named(names::BITS).with_version(1).with_parameter("length", length.to_string()),
+        PgType::Hstore => Schema::string().named(names::JSON).with_version(1),
         PgType::Array(element) => Schema::array(schema(element, modes, true).into_ref()),
     };
     if optional {
@@ -177,7 +208,7 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
 /// TOASTed); `Null` where Debezium has no placeholder for the type.
 pub fn unavailable(ty: &PgType, modes: Modes) -> Value {
     match ty {
-        PgType::Text | PgType::Json | PgType::Xml | PgType::Enum { .. } => Value::String(UNAVAILABLE_VALUE.to_owned()),
+        PgType::Text | PgType::Json | PgType::Xml | PgType::Enum { .. } | PgType::Hstore => Value::String(UNAVAILABLE_VALUE.to_owned()),
         PgType::Numeric { .. } if modes.decimal == DecimalMode::String => Value::String(UNAVAILABLE_VALUE.to_owned()),
         PgType::Bytea => Value::Bytes(UNAVAILABLE_VALUE.as_bytes().to_vec()),
         PgType::Array(e) if matches!(**e, PgType::Text | PgType::Json | PgType::Enum { .. }) => {
@@ -220,6 +251,18 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             }
         },
         PgType::Text | PgType::Uuid | PgType::Json | PgType::Xml | PgType::Enum { .. } => Value::String(text.to_owned()),
+        PgType::Interval => Value::Int64(interval_micros(text).ok_or_else(|| bad("interval"))?),
+        PgType::Money => {
+            let plain = money_plain(text).ok_or_else(|| bad("money"))?;
+            match modes.decimal {
+                DecimalMode::Double => Value::Float64(plain.parse().map_err(|_| bad("money"))?),
+                DecimalMode::String => Value::String(plain),
+                DecimalMode::Precise => Value::Bytes(unscaled_bytes(&plain, MONEY_FRACTION_DIGITS).ok_or_else(|| bad("money"))?),
+            }
+        }
+        PgType::Bits { length: 1 } => Value::Boolean(text.bytes().any(|b| b == b'1')),
+        PgType::Bits { .. } => Value::Bytes(bits_little_endian(text).ok_or_else(|| bad("bit string"))?),
+        PgType::Hstore => Value::String(hstore_json(text).ok_or_else(|| bad("hstore"))?),
         PgType::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(|| bad("bytea"))?),
         PgType::Date => {
             let days = parse_date(text).ok_or_else(|| bad("date"))?;
@@ -247,6 +290,9 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             }
         }
         PgType::TimestampTz => {
+            if let Some(iso) = utc_timestamp_as_iso(text) {
+                return Ok(Value::String(iso));
+            }
             let (ts, offset) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
             let micros = parse_timestamp(ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
             Value::String(format_timestamp_utc(micros))
@@ -263,6 +309,121 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             Value::Array(out)
         }
     })
+}
+
+/// An interval in the `postgres` IntervalStyle (`1 year 2 mons -3 days +04:05:06.5`) as
+/// Debezium's MicroDuration: every unit converted to seconds in floating point, a month
+/// being [`DAYS_PER_MONTH_AVG`] days, then truncated to whole microseconds.
+fn interval_micros(text: &str) -> Option<i64> {
+    let (mut years, mut months, mut days) = (0i64, 0i64, 0i64);
+    let (mut hours, mut minutes, mut seconds) = (0f64, 0f64, 0f64);
+    let mut words = text.split_whitespace();
+    while let Some(word) = words.next() {
+        if word.contains(':') {
+            let (sign, hms) = match word.strip_prefix('-') {
+                Some(rest) => (-1.0, rest),
+                None => (1.0, word.strip_prefix('+').unwrap_or(word)),
+            };
+            let mut parts = hms.split(':');
+            hours = sign * parts.next()?.parse::<f64>().ok()?;
+            minutes = sign * parts.next()?.parse::<f64>().ok()?;
+            seconds = sign * parts.next().map_or(Some(0.0), |s| s.parse::<f64>().ok())?;
+            continue;
+        }
+        let n: i64 = word.parse().ok()?;
+        match words.next()? {
+            "year" | "years" => years = n,
+            "mon" | "mons" => months = n,
+            "day" | "days" => days = n,
+            _ => return None,
+        }
+    }
+    let number_of_days = (years * 12 + months) as f64 * DAYS_PER_MONTH_AVG + days as f64;
+    let number_of_seconds = ((number_of_days * 24.0 + hours) * 60.0 + minutes) * 60.0 + seconds;
+    Some((number_of_seconds * 1e6) as i64)
+}
+
+/// A money value as a plain decimal: `-$1,234.56` and `($1,234.56)` are `-1234.56`.
+fn money_plain(text: &str) -> Option<String> {
+    let negative = text.contains('-') || (text.starts_with('(') && text.ends_with(')'));
+    let mut out = String::with_capacity(text.len());
+    if negative {
+        out.push('-');
+    }
+    out.extend(text.chars().filter(|c| c.is_ascii_digit() || *c == '.'));
+    (out.len() > usize::from(negative)).then_some(out)
+}
+
+/// A bit string (`0101`) as Debezium's Bits: the bits of its value, least significant
+/// first, in as few little-endian bytes as hold the highest set bit (none for zero).
+fn bits_little_endian(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len().div_ceil(8));
+    for (i, b) in text.bytes().rev().enumerate() {
+        match b {
+            b'0' => {}
+            b'1' => {
+                let byte = i / 8;
+                if out.len() <= byte {
+                    out.resize(byte + 1, 0);
+                }
+                out[byte] |= 1 << (i % 8);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// An hstore's text form (`"a"=>"1", "b"=>NULL`) as a compact JSON object of strings and
+/// nulls, in the order Postgres prints the pairs.
+fn hstore_json(text: &str) -> Option<String> {
+    fn quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<String> {
+        if chars.next()? != '"' {
+            return None;
+        }
+        let mut s = String::new();
+        loop {
+            match chars.next()? {
+                '\\' => s.push(chars.next()?),
+                '"' => return Some(s),
+                c => s.push(c),
+            }
+        }
+    }
+    let mut chars = text.trim().chars().peekable();
+    let mut out = String::from("{");
+    while chars.peek().is_some() {
+        let key = quoted(&mut chars)?;
+        for expected in ['=', '>'] {
+            if chars.next()? != expected {
+                return None;
+            }
+        }
+        let value = if chars.peek() == Some(&'"') {
+            Some(quoted(&mut chars)?)
+        } else {
+            let word: String = chars.by_ref().take(4).collect();
+            (word == "NULL").then_some(())?;
+            None
+        };
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(&key).ok()?);
+        out.push(':');
+        out.push_str(&value.map_or(Some("null".to_owned()), |v| serde_json::to_string(&v).ok())?);
+        match chars.next() {
+            None => break,
+            Some(',') => {
+                while chars.peek() == Some(&' ') {
+                    chars.next();
+                }
+            }
+            Some(_) => return None,
+        }
+    }
+    out.push('}');
+    Some(out)
 }
 
 fn parse_float(text: &str) -> Option<f64> {
@@ -445,6 +606,32 @@ fn format_timestamp_utc(micros: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{}Z", format_time(in_day))
 }
 
+/// The fast path of a `timestamptz` in a UTC session: `2024-02-29 23:30:00.12+00` is
+/// `2024-02-29T23:30:00.12Z` (trailing zero fraction digits dropped). `None` for anything
+/// else (BC dates, years past 9999, other offsets): the general path reads it.
+fn utc_timestamp_as_iso(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let body = text.strip_suffix("+00")?;
+    let well_formed = b.len() >= 22
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b' '
+        && b[13] == b':'
+        && b[16] == b':'
+        && body.bytes().enumerate().all(|(i, c)| matches!(i, 4 | 7 | 10 | 13 | 16) || c.is_ascii_digit() || (i == 19 && c == b'.'))
+        && (body.len() == 19 || (body.len() > 20 && b[19] == b'.'));
+    if !well_formed {
+        return None;
+    }
+    let body = if body.len() > 19 { body.trim_end_matches('0').trim_end_matches('.') } else { body };
+    let mut out = String::with_capacity(body.len() + 1);
+    out.push_str(&body[..10]);
+    out.push('T');
+    out.push_str(&body[11..]);
+    out.push('Z');
+    Some(out)
+}
+
 /// A one-dimensional array literal (`{a,"b c",NULL}`) as its elements.
 fn parse_array(text: &str) -> Option<Vec<Option<String>>> {
     let inner = text.strip_prefix('{')?.strip_suffix('}')?;
@@ -520,6 +707,53 @@ mod tests {
         );
         assert_eq!(value(&PgType::TimestampTz, M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
         assert_eq!(value(&PgType::TimeTz, M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
+        for (pg, iso) in [
+            ("2024-02-29 23:30:00+00", "2024-02-29T23:30:00Z"),
+            ("2024-02-29 23:30:00.000001+00", "2024-02-29T23:30:00.000001Z"),
+            ("2024-02-29 23:30:00.5+00", "2024-02-29T23:30:00.5Z"),
+            ("2024-02-29 23:30:00.500+00", "2024-02-29T23:30:00.5Z"),
+            ("2024-02-29 23:30:00.000+00", "2024-02-29T23:30:00Z"),
+        ] {
+            assert_eq!(utc_timestamp_as_iso(pg).as_deref(), Some(iso), "{pg}");
+            assert_eq!(value(&PgType::TimestampTz, M, pg).unwrap(), Value::String(iso.into()), "{pg}");
+        }
+        for other in ["0044-03-15 12:00:00+00 BC", "12345-01-01 00:00:00+00", "2024-02-29 23:30:00+01", "2024-02-29 23:30:00.+00"] {
+            assert_eq!(utc_timestamp_as_iso(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn interval_money_bits_hstore() {
+        let micros = |t: &str| value(&PgType::Interval, M, t).unwrap();
+        assert_eq!(micros("00:00:00"), Value::Int64(0));
+        assert_eq!(micros("1 day 01:00:00.5"), Value::Int64(90_000_500_000));
+        assert_eq!(micros("-1 days +02:00:00"), Value::Int64(-79_200_000_000));
+        assert_eq!(micros("-00:00:01.25"), Value::Int64(-1_250_000));
+        // A month is 365.25 / 12 days: 30.4375 days.
+        assert_eq!(micros("1 mon"), Value::Int64(2_629_800_000_000));
+        assert_eq!(micros("1 year 2 mons 3 days 04:05:06"), Value::Int64(37_091_106_000_000));
+        assert!(value(&PgType::Interval, M, "P1D").is_err());
+
+        assert_eq!(value(&PgType::Money, M, "$1,234.56").unwrap(), Value::Bytes(unscaled_bytes("1234.56", 2).unwrap()));
+        assert_eq!(value(&PgType::Money, M, "-$0.05").unwrap(), Value::Bytes(unscaled_bytes("-0.05", 2).unwrap()));
+        let double = Modes { decimal: DecimalMode::Double, ..M };
+        assert_eq!(value(&PgType::Money, double, "-$1,000.10").unwrap(), Value::Float64(-1000.1));
+        assert_eq!(schema(&PgType::Money, M, false).parameter("scale"), Some("2"));
+
+        assert_eq!(value(&PgType::Bits { length: 1 }, M, "1").unwrap(), Value::Boolean(true));
+        assert_eq!(value(&PgType::Bits { length: 1 }, M, "0").unwrap(), Value::Boolean(false));
+        assert_eq!(value(&PgType::Bits { length: 10 }, M, "1000000001").unwrap(), Value::Bytes(vec![0x01, 0x02]));
+        assert_eq!(value(&PgType::Bits { length: 3 }, M, "101").unwrap(), Value::Bytes(vec![0x05]));
+        assert_eq!(value(&PgType::Bits { length: 8 }, M, "00000000").unwrap(), Value::Bytes(vec![]));
+        assert_eq!(schema(&PgType::Bits { length: 10 }, M, false).parameter("length"), Some("10"));
+        assert_eq!(builtin(1560, 1), Some(PgType::Bits { length: 1 }));
+        assert_eq!(builtin(1562, -1), Some(PgType::Bits { length: i32::MAX }));
+
+        assert_eq!(
+            value(&PgType::Hstore, M, r#""a"=>"1", "b c"=>NULL, "q\"x"=>"=>""#).unwrap(),
+            Value::String(r#"{"a":"1","b c":null,"q\"x":"=>"}"#.into())
+        );
+        assert_eq!(value(&PgType::Hstore, M, "").unwrap(), Value::String("{}".into()));
     }
 
     #[test]

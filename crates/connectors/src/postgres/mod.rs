@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! start ─▶ publication + slot (create when missing, reuse when present)
-//!       ─▶ snapshot.rs: REPEATABLE READ on the slot's exported snapshot ─▶ op "r" records
+//!       ─▶ snapshot.rs: REPEATABLE READ on the slot's exported snapshot, each table in
+//!          primary-key order ─▶ op "r" records whose offsets say how far the snapshot got
+//!          (an interrupted snapshot resumes after its last durable key, on a new snapshot)
 //!       ─▶ replication.rs: START_REPLICATION from the slot's consistent point or the stored
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
@@ -29,10 +31,20 @@
 //! - A fast Postgres shutdown still waits while records are in flight: until the runtime
 //!   makes them durable (the next offset flush) or the connector disconnects.
 //! - `status.update.interval.ms` must stay below the server's `wal_sender_timeout`.
-//! - An interrupted snapshot is redone from the start; when the slot already exists the
-//!   redo uses a fresh snapshot, so changes between the slot position and it may repeat.
-//! - Not mapped yet (columns left out, as Debezium does with unknown types): interval,
-//!   money, bit/varbit, hstore, geometric and range types, ltree, multi-dimensional arrays;
+//! - An interrupted snapshot resumes after its last durable record, but on a newer
+//!   snapshot than the one it started on: rows read after the resume may be followed by
+//!   older events of the same rows from the stream (same final state per key; see
+//!   `snapshot.rs`). A table without a primary key is read again from its start. When
+//!   the slot is gone, an interrupted snapshot starts over with a new slot.
+//! - When the slot already exists at the first snapshot (`snapshot.mode=always`, or a slot
+//!   created beforehand) the snapshot reads a fresh snapshot while streaming starts at the
+//!   slot's position, so changes between the two may repeat.
+//! - interval, money and hstore follow Debezium's default handling modes only
+//!   (`interval.handling.mode=numeric`, `money.fraction.digits=2`,
+//!   `hstore.handling.mode=json`; setting those keys is rejected); an hstore's JSON keeps
+//!   Postgres' pair order (Debezium's follows a Java HashMap).
+//! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
+//!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
 //! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
 

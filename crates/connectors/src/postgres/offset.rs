@@ -4,9 +4,14 @@
 //!
 //! | record         | fields                                                               |
 //! |----------------|----------------------------------------------------------------------|
-//! | snapshot row   | `lsn` (consistent point), `txId`, `ts_usec`, `snapshot: true`, `last_snapshot_record` |
+//! | snapshot row   | `lsn` (consistent point), `txId`, `ts_usec`, `snapshot: true`, `last_snapshot_record`, `snapshot_table`, `snapshot_key` |
 //! | change         | `lsn` (of the change), `lsn_proc` (= `lsn`), `lsn_commit` (commit LSN of its transaction), `txId`, `ts_usec`, `txn_seq` |
 //! | heartbeat      | `lsn` (server WAL position acknowledged by a keepalive), `ts_usec`    |
+//!
+//! `snapshot_table` (`[schema, table]`) and `snapshot_key` (the text form of the record's
+//! primary key columns, in key order; `null` for a table without one) are not in
+//! Debezium's offsets either: they say where an interrupted snapshot resumes (after that
+//! key of that table; see `snapshot.rs`).
 //!
 //! `txn_seq` (not in Debezium's offsets) is the ordinal of the change inside its
 //! transaction: several changes can share one LSN (multi-row inserts such as `COPY`), so
@@ -29,6 +34,8 @@
 use pgwire_replication::Lsn;
 use serde_json::{json, Value as Json};
 use sluice_api::{ConnectError, ConnectResult, SourceOffset, SourcePartition};
+
+use super::catalog::TableId;
 
 pub fn partition(topic_prefix: &str) -> SourcePartition {
     let mut p = SourcePartition::new();
@@ -58,6 +65,29 @@ pub struct StoredOffset {
     pub txn_seq: Option<u64>,
     pub tx_id: Option<i64>,
     pub snapshot: SnapshotState,
+    /// Where an interrupted snapshot stood (offsets of snapshot records only).
+    pub snapshot_position: Option<SnapshotPosition>,
+}
+
+/// How far a snapshot got: every row of the tables ordered before `table`, and the rows of
+/// `table` up to and including the key `after` (the whole table has to be read again
+/// when it has no primary key: `after` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotPosition {
+    pub table: TableId,
+    pub after: Option<Vec<String>>,
+}
+
+impl SnapshotPosition {
+    fn parse(offset: &SourceOffset) -> Option<Self> {
+        let table = offset.get("snapshot_table")?.as_array()?;
+        let [Json::String(schema), Json::String(table)] = table.as_slice() else { return None };
+        let after = match offset.get("snapshot_key") {
+            Some(Json::Array(parts)) => Some(parts.iter().map(|p| p.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>()?),
+            _ => None,
+        };
+        Some(Self { table: TableId { schema: schema.clone(), table: table.clone() }, after })
+    }
 }
 
 impl StoredOffset {
@@ -87,6 +117,7 @@ impl StoredOffset {
             lsn_commit: lsn_of("lsn_commit")?,
             txn_seq: offset.get("txn_seq").and_then(Json::as_u64),
             tx_id: offset.get("txId").and_then(Json::as_i64),
+            snapshot_position: if snapshot == SnapshotState::InProgress { SnapshotPosition::parse(offset) } else { None },
             snapshot,
         })
     }
@@ -113,18 +144,22 @@ pub struct Skip {
     pub through_seq: u64,
 }
 
-pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool) -> SourceOffset {
-    let mut o = SourceOffset::new();
+pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool, position: Option<&SnapshotPosition>) -> SourceOffset {
+    let mut o = SourceOffset::with_capacity(7);
     o.insert("lsn".into(), json!(lsn.0));
     o.insert("txId".into(), json!(tx_id));
     o.insert("ts_usec".into(), json!(ts_usec));
     o.insert("snapshot".into(), json!(true));
     o.insert("last_snapshot_record".into(), json!(last));
+    if let Some(p) = position {
+        o.insert("snapshot_table".into(), json!([p.table.schema, p.table.table]));
+        o.insert("snapshot_key".into(), json!(p.after));
+    }
     o
 }
 
 pub fn change_offset(lsn: Lsn, commit_lsn: Lsn, tx_id: i64, ts_usec: i64, txn_seq: u64) -> SourceOffset {
-    let mut o = SourceOffset::new();
+    let mut o = SourceOffset::with_capacity(6);
     o.insert("lsn".into(), json!(lsn.0));
     o.insert("lsn_proc".into(), json!(lsn.0));
     o.insert("lsn_commit".into(), json!(commit_lsn.0));
@@ -282,10 +317,16 @@ mod tests {
         assert_eq!(o.resume_lsn(), Lsn(20));
         assert_eq!(o.skip(), Some(Skip { commit_lsn: Lsn(20), through_seq: 3 }));
         assert_eq!(o.snapshot, SnapshotState::None);
-        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false)).unwrap();
-        assert_eq!((s.snapshot, s.resume_lsn(), s.skip()), (SnapshotState::InProgress, Lsn(5), None));
-        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), None, 1, true)).unwrap();
-        assert_eq!(s.snapshot, SnapshotState::Completed);
+        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, None)).unwrap();
+        assert_eq!((s.snapshot, s.resume_lsn(), s.skip(), s.snapshot_position), (SnapshotState::InProgress, Lsn(5), None, None));
+        let at = SnapshotPosition { table: TableId { schema: "public".into(), table: "t.x".into() }, after: Some(vec!["7".into(), "a'b".into()]) };
+        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, Some(&at))).unwrap();
+        assert_eq!(s.snapshot_position, Some(at.clone()));
+        let no_key = SnapshotPosition { after: None, ..at.clone() };
+        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, Some(&no_key))).unwrap();
+        assert_eq!(s.snapshot_position, Some(no_key));
+        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), None, 1, true, Some(&at))).unwrap();
+        assert_eq!((s.snapshot, s.snapshot_position), (SnapshotState::Completed, None));
         assert_eq!(StoredOffset::parse(&heartbeat_offset(Lsn(9), 1)).unwrap().resume_lsn(), Lsn(9));
     }
 }

@@ -235,7 +235,7 @@ impl Stream {
             .ok_or_else(|| ConnectError::fatal(format!("change for relation {oid} before its Relation message")))
     }
 
-    async fn apply(&mut self, ctx: &mut StreamContext<'_>, msg: Message, lsn: Lsn, out: &mut Vec<SourceRecord>, handed: &mut Handed) -> ConnectResult<()> {
+    async fn apply(&mut self, ctx: &mut StreamContext<'_>, msg: Message<'_>, lsn: Lsn, out: &mut Vec<SourceRecord>, handed: &mut Handed) -> ConnectResult<()> {
         if let Message::Relation(rel) = msg {
             return self.relation(ctx, rel).await;
         }

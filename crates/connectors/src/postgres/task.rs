@@ -4,6 +4,9 @@
 //!
 //! ```text
 //! start: offsets + slot ──▶ plan ─┬─ snapshot (exported by a new slot, or a fresh one) ─▶ stream
+//!                                 ├─ resume an interrupted snapshot after its durable key
+//!                                 │  (a fresh snapshot), then stream from the slot's
+//!                                 │  consistent point: see snapshot.rs
 //!                                 └─ stream from the stored position (fails loudly when
 //!                                    the slot is gone; when the slot is ahead, Postgres
 //!                                    resends from the slot: see offset.rs)
@@ -114,9 +117,23 @@ impl Running {
         let partition = offset::partition(&cfg.topic_prefix);
 
         let (phase, handed) = if snapshot {
+            // An interrupted snapshot resumes when the slot still holds every change since
+            // its consistent point (the slot is never confirmed past it before the
+            // snapshot's last record is durable).
+            let resume = match (&stored, slot_lsn) {
+                (Some(o), Some(f)) if o.snapshot == SnapshotState::InProgress && f <= o.lsn => o.snapshot_position.clone().map(|p| (p, o.lsn)),
+                (Some(o), _) if o.snapshot == SnapshotState::InProgress => {
+                    tracing::warn!(slot = %cfg.slot_name, stored = %o.lsn, slot_lsn = ?slot_lsn, "the interrupted snapshot cannot resume (the slot is missing or past its consistent point): snapshotting from the start");
+                    None
+                }
+                _ => None,
+            };
             let (export_session, exported, lsn) = if slot.is_none() {
                 let (session, lsn, name) = replication::create_slot_exporting(&cfg).await?;
                 (Some(session), Some(name), lsn)
+            } else if let Some((at, lsn)) = &resume {
+                tracing::info!(slot = %cfg.slot_name, %lsn, table = %at.table, after = ?at.after, "resuming the interrupted snapshot on a new snapshot; streaming then starts from its consistent point");
+                (None, None, *lsn)
             } else {
                 // The slot exists already: stream from where it (or the stored offset) is.
                 // Changes between that position and the snapshot may be sent twice.
@@ -132,7 +149,7 @@ impl Running {
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
             };
-            let reader = SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, settings).await?;
+            let reader = SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
             let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
             (Phase::Snapshot { reader: Box::new(reader), _export_session: export_session, then_stream }, Handed { resume: lsn, skip })
         } else {

@@ -611,3 +611,143 @@ async fn an_idle_slot_follows_the_server_but_never_passes_a_change_not_yet_durab
     assert_eq!(ids, vec![2]);
     task.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fills_in_the_rest() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute(
+        "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL); INSERT INTO t SELECT g, 0 FROM generate_series(1, 1000) g;
+         CREATE TABLE z_nopk (a int); INSERT INTO z_nopk SELECT generate_series(1, 30);",
+    )
+    .await
+    .unwrap();
+    let props = pg.props(&[("slot.name", "s9"), ("snapshot.fetch.size", "50"), ("max.batch.size", "64")]);
+    let snapshot_key = |r: &SourceRecord| r.source_offset.get("snapshot_key").cloned();
+    let id = |r: &SourceRecord| field(r, if op(r) == "d" { "before" } else { "after" }, "id").as_i64().unwrap();
+    let marker = |r: &SourceRecord| envelope(r).get("source").and_then(Value::as_struct).unwrap().get("snapshot").and_then(Value::as_str).unwrap().to_owned();
+
+    // Run 1: killed after 300 records; the runtime made the first 300 durable.
+    let mut task = start_task(&props, None).await.unwrap();
+    let mut first = Vec::new();
+    drain(&mut task, &mut first, Duration::from_secs(30), |a| a.len() >= 300).await;
+    let committed = first[299].source_offset.clone();
+    let k = id(&first[299]);
+    assert_eq!(snapshot_key(&first[299]), Some(serde_json::json!([k.to_string()])));
+    assert_eq!(committed["snapshot_table"], serde_json::json!(["public", "t"]));
+    assert_eq!(first[..300].iter().map(id).collect::<Vec<_>>(), (1..=300).collect::<Vec<_>>(), "primary-key order");
+    drop(task); // no stop: as if the worker died
+
+    // Meanwhile, on both sides of the durable key.
+    db.batch_execute(&format!(
+        "UPDATE t SET v = v + 1 WHERE id IN (5, {above}); DELETE FROM t WHERE id = {gone}; INSERT INTO t VALUES (5000, 7); INSERT INTO z_nopk VALUES (99);",
+        above = k + 50,
+        gone = k + 60
+    ))
+    .await
+    .unwrap();
+    let expected: BTreeMap<i64, i64> =
+        db.query("SELECT id, v FROM t", &[]).await.unwrap().iter().map(|r| (i64::from(r.get::<_, i32>(0)), i64::from(r.get::<_, i32>(1)))).collect();
+
+    // Run 2 resumes after key k on a new snapshot, then streams from the consistent point.
+    // (The dropped run's sessions may hold the slot for a moment.)
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut task = loop {
+        match start_task(&props, Some(committed.clone())).await {
+            Ok(t) => break t,
+            Err(e) if e.is_retriable() && Instant::now() < until => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let apply = |records: &[SourceRecord]| {
+        let mut state = BTreeMap::new();
+        for r in data(records).into_iter().filter(|r| r.topic == "srv.public.t") {
+            match op(r).as_str() {
+                "r" | "c" | "u" => {
+                    state.insert(id(r), field(r, "after", "v").as_i64().unwrap());
+                }
+                "d" => {
+                    state.remove(&id(r));
+                }
+                other => panic!("unexpected op {other}"),
+            }
+        }
+        state
+    };
+    let mut second = Vec::new();
+    drain(&mut task, &mut second, Duration::from_secs(60), |a| {
+        let mut all = first[..300].to_vec();
+        all.extend(a.iter().cloned());
+        apply(&all) == expected && a.iter().any(|r| r.source_offset.get("last_snapshot_record") == Some(&serde_json::json!(true)))
+    })
+    .await;
+    task.stop().await.unwrap();
+    let reads: Vec<&SourceRecord> = data(&second).into_iter().filter(|r| op(r) == "r").collect();
+    let t_reads: Vec<i64> = reads.iter().filter(|r| r.topic == "srv.public.t").map(|r| id(r)).collect();
+    let mut want: Vec<i64> = expected.keys().copied().filter(|i| *i > k).collect();
+    want.sort_unstable();
+    assert_eq!(t_reads, want, "the snapshot continues after key {k}, at the newer state, and reads no key twice");
+    assert_eq!(reads.iter().filter(|r| r.topic == "srv.public.z_nopk").count(), 31, "the next table is read whole");
+    assert_eq!(marker(reads[0]), "true", "a resumed snapshot has no second 'first' record");
+    assert_eq!(marker(reads[reads.len() - 1]), "last");
+    // The stream from the consistent point brings the changes on both sides of k; the ones
+    // above k repeat what the newer snapshot already showed (same final state).
+    let streamed: Vec<(String, i64)> = data(&second).into_iter().filter(|r| op(r) != "r" && r.topic == "srv.public.t").map(|r| (op(r), id(r))).collect();
+    assert_eq!(streamed, vec![("u".into(), 5), ("u".into(), k + 50), ("d".into(), k + 60), ("c".into(), 5000)]);
+    let first_streamed = data(&second).iter().position(|r| op(r) != "r").unwrap();
+    assert!(data(&second)[first_streamed..].iter().all(|r| op(r) != "r"));
+
+    // Killed inside the table without a primary key: that table starts over, the one
+    // before it is not read again.
+    let inside_nopk = reads.iter().filter(|r| r.topic == "srv.public.z_nopk").nth(10).unwrap().source_offset.clone();
+    assert_eq!(inside_nopk["snapshot_key"], serde_json::Value::Null);
+    let mut task = start_task(&props, Some(inside_nopk)).await.unwrap();
+    let mut third = Vec::new();
+    drain(&mut task, &mut third, Duration::from_secs(30), |a| a.iter().any(|r| r.source_offset.get("last_snapshot_record") == Some(&serde_json::json!(true)))).await;
+    task.stop().await.unwrap();
+    let topics: Vec<&str> = data(&third).into_iter().filter(|r| op(r) == "r").map(|r| r.topic.as_str()).collect();
+    assert_eq!(topics, vec!["srv.public.z_nopk"; 31]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_money_bits_and_hstore_round_trip_in_snapshot_and_stream() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute(
+        "CREATE EXTENSION hstore;
+         CREATE TABLE odd (id int PRIMARY KEY, iv interval, m money, b1 bit(1), b10 bit(10), vb varbit(16), h hstore);",
+    )
+    .await
+    .unwrap();
+    let row = "'1 day 01:00:00.5', '-1234.56', B'1', B'1000000001', B'101', '\"a\"=>\"1\", \"b\"=>NULL'";
+    db.batch_execute(&format!("INSERT INTO odd VALUES (1, {row})")).await.unwrap();
+    let props = pg.props(&[("slot.name", "s10")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    let mut all = Vec::new();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+    db.batch_execute(&format!("INSERT INTO odd VALUES (2, {row})")).await.unwrap();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 2).await;
+    task.stop().await.unwrap();
+
+    assert_eq!(all.iter().map(op).collect::<Vec<_>>(), vec!["r", "c"]);
+    for r in &all {
+        let f = |n: &str| field(r, "after", n).clone();
+        assert_eq!(f("iv"), Value::Int64(90_000_500_000));
+        // -1234.56 at scale 2 = -123456 = 0xFE1DC0
+        assert_eq!(f("m"), Value::Bytes(vec![0xfe, 0x1d, 0xc0]));
+        assert_eq!(f("b1"), Value::Boolean(true));
+        assert_eq!(f("b10"), Value::Bytes(vec![0x01, 0x02]));
+        assert_eq!(f("vb"), Value::Bytes(vec![0x05]));
+        assert_eq!(f("h"), Value::String(r#"{"a":"1","b":null}"#.into()));
+    }
+    let after = all[0].value_schema.as_ref().unwrap().field("after").unwrap().schema.clone();
+    let schema = |n: &str| after.field(n).unwrap().schema.clone();
+    assert_eq!(schema("iv").name.as_deref(), Some("io.debezium.time.MicroDuration"));
+    assert_eq!(schema("m").name.as_deref(), Some("org.apache.kafka.connect.data.Decimal"));
+    assert_eq!(schema("m").parameter("scale"), Some("2"));
+    assert_eq!(schema("b1").name, None);
+    assert_eq!(schema("b10").name.as_deref(), Some("io.debezium.data.Bits"));
+    assert_eq!(schema("b10").parameter("length"), Some("10"));
+    assert_eq!(schema("vb").parameter("length"), Some("16"));
+    assert_eq!(schema("h").name.as_deref(), Some("io.debezium.data.Json"));
+}
