@@ -98,3 +98,17 @@ fn lines_appended_later_keep_flowing() {
     f.write_all(b"-done\n").unwrap();
     eventually(Duration::from_secs(30), "the completed line", || read_lines(&output) == ["a", "b", "c-part-done"]);
 }
+
+#[test]
+fn sink_lines_appear_before_the_next_offset_commit() {
+    // Offsets are committed once a minute here; lines must still reach the file as they are
+    // put (Kafka's FileStreamSink prints each record), not only when offsets are committed.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    let output = dir.path().join("out.txt");
+    std::fs::write(&input, "one\ntwo\n").unwrap();
+    let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "60000")]);
+    w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}));
+    w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}));
+    eventually(Duration::from_secs(20), "lines in the sink file well before a commit", || read_lines(&output) == ["one", "two"]);
+}

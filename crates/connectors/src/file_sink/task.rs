@@ -7,7 +7,7 @@ use tokio::io::AsyncWriteExt;
 use super::config::FileSinkConfig;
 use sluice_api::text::java_to_string;
 
-/// Buffered bytes are written once they pass this size. Every write holds whole lines, so
+/// A large put is written in pieces of about this size. Every write holds whole lines, so
 /// tasks appending to one file never split each other's lines.
 const WRITE_AT: usize = 256 * 1024;
 
@@ -101,7 +101,9 @@ impl SinkTask for FileSinkTask {
                 self.write_buffer().await?;
             }
         }
-        Ok(())
+        // Lines reach the file with every put, as Kafka's sink prints them; `flush` makes
+        // them durable before offsets are committed.
+        self.write_buffer().await
     }
 
     async fn flush(&mut self, _current: &BTreeMap<TopicPartition, i64>) -> ConnectResult<()> {
