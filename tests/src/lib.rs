@@ -55,11 +55,18 @@ pub struct Worker {
 impl Worker {
     /// Starts a worker whose data lives in `dir/data` and waits until `/health` says ready.
     pub fn start(dir: &Path, props: &[(&str, &str)]) -> Worker {
-        Self::launch(dir, Launch::Properties { props: props.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(), connector_files: Vec::new() })
+        Self::launch(
+            dir,
+            Launch::Properties {
+                props: props.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+                connector_files: Vec::new(),
+            },
+        )
     }
 
     pub fn launch(dir: &Path, launch: Launch) -> Worker {
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
         let mut w = Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent };
         w.spawn();
         w
@@ -77,7 +84,11 @@ impl Worker {
         }
         match &self.launch {
             Launch::Properties { props, connector_files } => {
-                let mut text = format!("listeners=http://127.0.0.1:{}\ndata.dir={}\noffset.flush.interval.ms=1000\n", self.port, self.dir.join("data").display());
+                let mut text = format!(
+                    "listeners=http://127.0.0.1:{}\ndata.dir={}\noffset.flush.interval.ms=1000\n",
+                    self.port,
+                    self.dir.join("data").display()
+                );
                 for (k, v) in props {
                     text.push_str(&format!("{k}={v}\n"));
                 }
@@ -102,9 +113,12 @@ impl Worker {
             }
         }
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", binary().display()));
-        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>)]
-            .into_iter()
-            .flatten()
+        for stream in [
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
         {
             let out = self.output.clone();
             std::thread::spawn(move || {
@@ -269,7 +283,11 @@ impl Worker {
     /// Runs `sluice ARGS…` to completion and returns (exit code, stdout, stderr).
     pub fn cli(args: &[&str]) -> (i32, String, String) {
         let out = Command::new(binary()).args(args).output().expect("run sluice");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }
 
@@ -329,7 +347,13 @@ impl KafkaBroker {
     /// A broker of this kind (`noida` or `tansu`, see tests/services/kafka.sh).
     pub fn start_kind(dir: &Path, kind: &str) -> KafkaBroker {
         let port = free_port();
-        let out = Command::new(Self::script()).arg("start").arg(dir).arg(port.to_string()).arg(kind).output().expect("run tests/services/kafka.sh");
+        let out = Command::new(Self::script())
+            .arg("start")
+            .arg(dir)
+            .arg(port.to_string())
+            .arg(kind)
+            .output()
+            .expect("run tests/services/kafka.sh");
         assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
         KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}") }
     }

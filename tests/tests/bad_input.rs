@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use sluice_tests::{json, read_lines, Json, Worker};
 
 use crate::rest::{
-    append, assert_error, create, error_message, named, sink_config, source_config, status_in, wait_lines, DATAGEN_CLASS, DISCARD_CLASS, SINK_CLASS,
-    SOURCE_CLASS,
+    append, assert_error, create, error_message, named, sink_config, source_config, status_in, wait_lines, DATAGEN_CLASS, DISCARD_CLASS,
+    SINK_CLASS, SOURCE_CLASS,
 };
 
 struct Canary {
@@ -110,11 +110,18 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
         "Invalid initial_state 'SLEEPING': expected RUNNING, PAUSED or STOPPED",
     );
     assert_error(
-        w.post("/connectors", &json!({"name": "x", "config": {"connector.class": "FileStreamSource", "file": {"path": "/x"}, "topic": "t"}})),
+        w.post(
+            "/connectors",
+            &json!({"name": "x", "config": {"connector.class": "FileStreamSource", "file": {"path": "/x"}, "topic": "t"}}),
+        ),
         400,
         "Connector configuration value for 'file' must be a string, not an object",
     );
-    assert_error(w.post("/connectors", &json!({"name": "", "config": src})), 400, "Connector name is missing or empty: give a non-empty \"name\"");
+    assert_error(
+        w.post("/connectors", &json!({"name": "", "config": src})),
+        400,
+        "Connector name is missing or empty: give a non-empty \"name\"",
+    );
     assert_error(w.post("/connectors", &json!({"config": src})), 400, "Connector name is missing or empty: give a non-empty \"name\"");
     let reply = w.call("POST", "/connectors", Some("text/plain"), &json!({"name": "x", "config": src}).to_string());
     assert_eq!((reply.status, reply.body), (415, json!({"error_code": 415, "message": "HTTP 415 Unsupported Media Type"})));
@@ -188,7 +195,15 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     assert_error(w.post("/connectors", &json!({"name": Canary::SOURCE, "config": src})), 409, "Connector canary-src already exists");
     assert_error(w.post("/connectors", &json!({"name": Canary::SINK, "config": canary.sink})), 409, "Connector canary-sink already exists");
     let ghost = "Connector ghost not found";
-    for path in ["/connectors/ghost", "/connectors/ghost/config", "/connectors/ghost/status", "/connectors/ghost/tasks", "/connectors/ghost/tasks/0/status", "/connectors/ghost/topics", "/connectors/ghost/offsets"] {
+    for path in [
+        "/connectors/ghost",
+        "/connectors/ghost/config",
+        "/connectors/ghost/status",
+        "/connectors/ghost/tasks",
+        "/connectors/ghost/tasks/0/status",
+        "/connectors/ghost/topics",
+        "/connectors/ghost/offsets",
+    ] {
         assert_error(w.get(path), 404, ghost);
     }
     assert_error(w.delete("/connectors/ghost"), 404, ghost);
@@ -199,7 +214,11 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     assert_error(w.post_empty("/connectors/ghost/restart"), 404, ghost);
     assert_error(w.post_empty("/connectors/ghost/tasks/0/restart"), 404, ghost);
     assert_error(w.patch("/connectors/ghost/config", &json!({"batch.size": "5"})), 404, ghost);
-    assert_error(w.patch("/connectors/ghost/offsets", &json!({"offsets": [{"partition": {"filename": "/x"}, "offset": {"position": 0}}]})), 404, ghost);
+    assert_error(
+        w.patch("/connectors/ghost/offsets", &json!({"offsets": [{"partition": {"filename": "/x"}, "offset": {"position": 0}}]})),
+        404,
+        ghost,
+    );
     assert_error(w.get("/connectors/ghost/nothing"), 404, "HTTP 404 Not Found");
     assert_error(w.get("/connectors/canary-src/tasks/first/status"), 404, "HTTP 404 Not Found");
     assert_error(w.get("/admin/nothing"), 404, "HTTP 404 Not Found");

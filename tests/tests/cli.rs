@@ -15,7 +15,10 @@ fn topics_reader_lists_describes_and_consumes_while_running() {
     let input = dir.path().join("in.txt");
     std::fs::write(&input, "one\ntwo\nthree\n").unwrap();
     let w = Worker::start(dir.path(), &[("value.converter", "org.apache.kafka.connect.storage.StringConverter")]);
-    w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "words"}}));
+    w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "words"}}),
+    );
     w.wait_running("src", 1);
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
@@ -36,7 +39,8 @@ fn topics_reader_lists_describes_and_consumes_while_running() {
     assert_eq!(d["partitions"][0]["end_offset"], 3);
     let (code, out, _) = Worker::cli(&["topics", "consume", "words", "--data-dir", data, "--offset", "1", "--partition", "0"]);
     assert_eq!(code, 0);
-    let values: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone()).collect();
+    let values: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone()).collect();
     assert_eq!(values, vec![json!("two"), json!("three")]);
     // Without --from-beginning the reader starts at the end, as a console consumer does.
     let (_, out, _) = Worker::cli(&["topics", "consume", "words", "--data-dir", data]);

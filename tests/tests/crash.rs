@@ -18,7 +18,10 @@ fn sigkill_mid_stream_loses_nothing() {
     let mut w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "200")]);
     let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "stream", "batch.size": "500"}}));
     assert_eq!(code, 201, "{body}");
-    let (code, body) = w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "stream"}}));
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "stream"}}),
+    );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
     w.wait_running("sink", 1);
@@ -88,7 +91,8 @@ fn state_and_target_states_survive_restart() {
     std::fs::write(&input, "x\n").unwrap();
     let mut w = Worker::start(dir.path(), &[]);
     for (name, state) in [("running", None), ("paused", Some("PAUSED")), ("stopped", Some("STOPPED"))] {
-        let mut body = json!({"name": name, "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": name}});
+        let mut body =
+            json!({"name": name, "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": name}});
         if let Some(s) = state {
             body["initial_state"] = json!(s);
         }
@@ -102,8 +106,12 @@ fn state_and_target_states_survive_restart() {
     assert_eq!(code, 200);
     assert_eq!(list, json!(["paused", "running", "stopped"]));
     w.wait_running("running", 1);
-    w.wait_for("/connectors/paused/status", Duration::from_secs(20), |_, b| b["connector"]["state"] == "PAUSED" && b["tasks"][0]["state"] == "PAUSED");
-    w.wait_for("/connectors/stopped/status", Duration::from_secs(20), |_, b| b["connector"]["state"] == "STOPPED" && b["tasks"] == json!([]));
+    w.wait_for("/connectors/paused/status", Duration::from_secs(20), |_, b| {
+        b["connector"]["state"] == "PAUSED" && b["tasks"][0]["state"] == "PAUSED"
+    });
+    w.wait_for("/connectors/stopped/status", Duration::from_secs(20), |_, b| {
+        b["connector"]["state"] == "STOPPED" && b["tasks"] == json!([])
+    });
     // A clean stop exits 0.
     let status = w.terminate();
     assert!(status.success(), "SIGTERM must exit 0, got {status}");

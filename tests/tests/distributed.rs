@@ -40,10 +40,16 @@ impl GroupWorker for Recorder {
 }
 
 fn settings(bootstrap: &str, group: &str) -> GroupSettings {
-    let props: BTreeMap<String, String> = [("bootstrap.servers", bootstrap), ("group.id", group), ("session.timeout.ms", "6000"), ("heartbeat.interval.ms", "500"), ("rebalance.timeout.ms", "10000")]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let props: BTreeMap<String, String> = [
+        ("bootstrap.servers", bootstrap),
+        ("group.id", group),
+        ("session.timeout.ms", "6000"),
+        ("heartbeat.interval.ms", "500"),
+        ("rebalance.timeout.ms", "10000"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
     GroupSettings::from_worker_props(&props).unwrap()
 }
 
@@ -80,7 +86,9 @@ fn three_members_share_connectors_and_tasks_and_rebalance_when_one_leaves() {
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let workers: Vec<Arc<Recorder>> = (0..3).map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) })).collect();
+        let workers: Vec<Arc<Recorder>> = (0..3)
+            .map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) }))
+            .collect();
         let tokens: Vec<CancellationToken> = (0..3).map(|_| CancellationToken::new()).collect();
         let mut joins = Vec::new();
         for (w, t) in workers.iter().zip(&tokens) {
@@ -92,7 +100,8 @@ fn three_members_share_connectors_and_tasks_and_rebalance_when_one_leaves() {
         assert!(a.iter().all(|x| &x.leader_url == leader_url && x.leader == a[0].leader), "{a:?}");
         assert!(workers.iter().any(|w| &w.url == leader_url), "the leader URL is a member's URL: {leader_url}");
         assert!(a.iter().all(|x| x.tasks.len() + x.connectors.len() >= 2), "round robin over three members: {a:?}");
-        let mut all: Vec<String> = a.iter().flat_map(|x| x.tasks.iter().map(|t| format!("{}-{}", t.connector, t.task)).chain(x.connectors.clone())).collect();
+        let mut all: Vec<String> =
+            a.iter().flat_map(|x| x.tasks.iter().map(|t| format!("{}-{}", t.connector, t.task)).chain(x.connectors.clone())).collect();
         all.sort();
         assert_eq!(all, ["sink", "sink-0", "src", "src-0", "src-1", "src-2", "src-3"]);
 
@@ -123,7 +132,9 @@ fn a_vanished_member_is_expired_and_its_work_reassigned() {
     let broker = KafkaBroker::start_kind(&dir.path().join("broker"), "tansu");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let workers: Vec<Arc<Recorder>> = (0..2).map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) })).collect();
+        let workers: Vec<Arc<Recorder>> = (0..2)
+            .map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) }))
+            .collect();
         let mut joins = Vec::new();
         for w in &workers {
             let member = GroupMember::new(settings(&broker.bootstrap, "sluice-expiry-test"));
@@ -170,7 +181,10 @@ fn post_settled(w: &Worker, path: &str, body: &sluice_tests::Json) -> (u16, slui
 }
 
 fn worker_ids(status: &sluice_tests::Json) -> BTreeSet<String> {
-    std::iter::once(&status["connector"]).chain(status["tasks"].as_array().unwrap().iter()).map(|s| s["worker_id"].as_str().unwrap().to_owned()).collect()
+    std::iter::once(&status["connector"])
+        .chain(status["tasks"].as_array().unwrap().iter())
+        .map(|s| s["worker_id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Three `sluice distributed` workers with one `group.id` are one cluster: connectors and
@@ -186,14 +200,27 @@ fn three_workers_share_the_work_and_take_over_from_one_that_stops() {
     let output = dir.path().join("out.txt");
     std::fs::write(&input, "").unwrap();
     let props = cluster_props(&broker.bootstrap);
-    let mut workers: Vec<Worker> = (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
+    let mut workers: Vec<Worker> =
+        (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
 
     // Created through different workers: whichever is not the leader forwards.
-    let (code, body) = post_settled(&workers[1], "/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "e2e-lines"}}));
+    let (code, body) = post_settled(
+        &workers[1],
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "e2e-lines"}}),
+    );
     assert_eq!(code, 201, "{body}");
-    let (code, body) = post_settled(&workers[2], "/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "e2e-lines", "tasks.max": "3"}}));
+    let (code, body) = post_settled(
+        &workers[2],
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "e2e-lines", "tasks.max": "3"}}),
+    );
     assert_eq!(code, 201, "{body}");
-    let (code, body) = post_settled(&workers[0], "/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "e2e-lines"}}));
+    let (code, body) = post_settled(
+        &workers[0],
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "e2e-lines"}}),
+    );
     assert_eq!(code, 409, "a duplicate is refused wherever it is sent: {body}");
     for w in &workers {
         w.wait_running("src", 1);
@@ -216,11 +243,15 @@ fn three_workers_share_the_work_and_take_over_from_one_that_stops() {
     let stopped = Instant::now();
     workers[victim].terminate();
     let survivor = &workers[(victim + 1) % 3];
-    survivor.wait_for("/connectors/src/status", Duration::from_secs(30), |code, b| code == 200 && b["tasks"][0]["state"] == "RUNNING" && b["tasks"][0]["worker_id"] != src_owner.as_str());
+    survivor.wait_for("/connectors/src/status", Duration::from_secs(30), |code, b| {
+        code == 200 && b["tasks"][0]["state"] == "RUNNING" && b["tasks"][0]["worker_id"] != src_owner.as_str()
+    });
     survivor.wait_running("sink", 3);
     eprintln!("the source moved off {src_owner} {:?} after it stopped", stopped.elapsed());
     f.write_all((TOTAL / 2..TOTAL).map(|i| format!("line-{i:06}\n")).collect::<String>().as_bytes()).unwrap();
-    eventually(Duration::from_secs(30), "every line in the output", || read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL);
+    eventually(Duration::from_secs(30), "every line in the output", || {
+        read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL
+    });
     let out = read_lines(&output);
     let unique: BTreeSet<&String> = out.iter().collect();
     assert_eq!(unique.len(), TOTAL);

@@ -10,7 +10,12 @@ fn image_command() -> (String, Vec<String>) {
     let dockerfile = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docker/Dockerfile")).expect("docker/Dockerfile");
     let entry = dockerfile.lines().rev().find_map(|l| l.strip_prefix("ENTRYPOINT ")).expect("an ENTRYPOINT");
     let entry: Vec<String> = serde_json::from_str(entry).expect("ENTRYPOINT in JSON form");
-    let cmd: Vec<String> = dockerfile.lines().rev().find_map(|l| l.strip_prefix("CMD ")).map(|c| serde_json::from_str(c).expect("CMD in JSON form")).unwrap_or_default();
+    let cmd: Vec<String> = dockerfile
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("CMD "))
+        .map(|c| serde_json::from_str(c).expect("CMD in JSON form"))
+        .unwrap_or_default();
     (entry[0].clone(), entry[1..].iter().chain(cmd.iter()).cloned().collect())
 }
 
@@ -36,15 +41,26 @@ fn image_runs_on_environment_variables_alone() {
     let input = dir.path().join("in.txt");
     let output = dir.path().join("out.txt");
     std::fs::write(&input, "hello\nworld\n").unwrap();
-    w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}));
-    w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}));
+    w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}),
+    );
+    w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}),
+    );
     let status = w.wait_running("src", 1);
-    assert_eq!(status["connector"]["worker_id"], json!(format!("sluice.example:{}", w.port)), "rest.advertised.host.name from the environment");
+    assert_eq!(
+        status["connector"]["worker_id"],
+        json!(format!("sluice.example:{}", w.port)),
+        "rest.advertised.host.name from the environment"
+    );
     eventually(Duration::from_secs(30), "both lines", || read_lines(&output) == ["hello", "world"]);
     assert!(data.join("topics").is_dir(), "the embedded log lives in CONNECT_DATA_DIR");
     // The StringConverter from the environment wrote plain text into the topic.
     let (code, out, err) = Worker::cli(&["topics", "consume", "t", "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
     assert_eq!(code, 0, "{err}");
-    let values: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone()).collect();
+    let values: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone()).collect();
     assert_eq!(values, vec![json!("hello"), json!("world")]);
 }

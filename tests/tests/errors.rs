@@ -59,7 +59,10 @@ fn poison_record_goes_to_the_dead_letter_topic_and_the_rest_flows() {
     assert_eq!(header(d, "__connect.errors.stage"), Some(&json!("VALUE_CONVERTER")));
     assert_eq!(header(d, "__connect.errors.class.name"), Some(&json!("org.apache.kafka.connect.json.JsonConverter")));
     assert_eq!(header(d, "__connect.errors.exception.class.name"), Some(&json!("org.apache.kafka.connect.errors.DataException")));
-    assert!(header(d, "__connect.errors.exception.message").and_then(Json::as_str).is_some_and(|m| m.contains("serialization error")), "{d}");
+    assert!(
+        header(d, "__connect.errors.exception.message").and_then(Json::as_str).is_some_and(|m| m.contains("serialization error")),
+        "{d}"
+    );
     assert!(header(d, "__connect.errors.exception.stacktrace").is_some());
     assert!(w.output().contains("skipping the record"), "errors.log.enable logs the failure");
 
@@ -87,7 +90,10 @@ fn with_tolerance_none_the_task_fails_with_the_stage_and_recovers_once_past_it()
     // Move the sink past the bad record (stop, alter offsets, resume): it runs cleanly.
     assert_eq!(w.put_empty("/connectors/sink/stop").0, 204);
     w.wait_for("/connectors/sink/status", Duration::from_secs(20), |_, b| b["connector"]["state"] == "STOPPED");
-    let (code, body) = w.patch("/connectors/sink/offsets", &json!({"offsets": [{"partition": {"kafka_topic": "raw", "kafka_partition": 0}, "offset": {"kafka_offset": 3}}]}));
+    let (code, body) = w.patch(
+        "/connectors/sink/offsets",
+        &json!({"offsets": [{"partition": {"kafka_topic": "raw", "kafka_partition": 0}, "offset": {"kafka_offset": 3}}]}),
+    );
     assert_eq!(code, 200, "{body}");
     assert_eq!(w.put_empty("/connectors/sink/resume").0, 202);
     w.wait_running("sink", 1);

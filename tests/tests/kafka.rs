@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use sluice_api::TopicPartition;
 use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
-use sluice_runtime::log::Log;
 use sluice_runtime::log::CleanupPolicy;
+use sluice_runtime::log::Log;
 use sluice_tests::{eventually, json, read_lines, KafkaBroker, Launch, Worker};
 
 fn kafka_log(bootstrap: &str) -> KafkaLog {
@@ -49,11 +49,19 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     std::fs::write(&input, "").unwrap();
     let mut w = Worker::start(
         &dir.path().join("worker"),
-        &[("bootstrap.servers", &broker.bootstrap), ("offset.flush.interval.ms", "200"), ("consumer.fetch.max.wait.ms", "100"), ("producer.linger.ms", "5")],
+        &[
+            ("bootstrap.servers", &broker.bootstrap),
+            ("offset.flush.interval.ms", "200"),
+            ("consumer.fetch.max.wait.ms", "100"),
+            ("producer.linger.ms", "5"),
+        ],
     );
     let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "stream", "batch.size": "500"}}));
     assert_eq!(code, 201, "{body}");
-    let (code, body) = w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "stream"}}));
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "stream"}}),
+    );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
     w.wait_running("sink", 1);
@@ -86,11 +94,18 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     writer.join().unwrap();
 
     let expected: Vec<String> = (0..TOTAL).map(|i| format!("line-{i:06}")).collect();
-    eventually(Duration::from_secs(90), "every line in the output file", || read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL);
+    eventually(Duration::from_secs(90), "every line in the output file", || {
+        read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL
+    });
     let out = read_lines(&output);
     let mut seen = BTreeSet::new();
     let firsts: Vec<String> = out.iter().filter(|l| seen.insert((*l).clone())).cloned().collect();
-    assert!(firsts == expected, "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}", firsts.len(), firsts.iter().zip(&expected).position(|(a, b)| a != b));
+    assert!(
+        firsts == expected,
+        "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}",
+        firsts.len(),
+        firsts.iter().zip(&expected).position(|(a, b)| a != b)
+    );
 
     // The records are in the broker's topic (the source may have sent some twice after a
     // SIGKILL: at least once), and only the data topic is there: the worker's own topics
@@ -98,7 +113,12 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     let (values, topics) = topic_values(&broker.bootstrap, "stream");
     let mut seen = BTreeSet::new();
     let firsts: Vec<String> = values.iter().filter(|v| seen.insert((*v).clone())).cloned().collect();
-    assert!(firsts == expected, "the Kafka topic holds every line in order: {} unique of {TOTAL}, first difference at {:?}", firsts.len(), firsts.iter().zip(&expected).position(|(a, b)| a != b));
+    assert!(
+        firsts == expected,
+        "the Kafka topic holds every line in order: {} unique of {TOTAL}, first difference at {:?}",
+        firsts.len(),
+        firsts.iter().zip(&expected).position(|(a, b)| a != b)
+    );
     assert!(topics.contains(&"stream".to_owned()), "{topics:?}");
     assert!(!topics.iter().any(|t| t.starts_with("connect-")), "internal topics must not be in Kafka: {topics:?}");
     assert!(dir.path().join("worker/data/topics/connect-offsets").exists(), "the offsets topic lives in the embedded log");
@@ -135,7 +155,10 @@ fn distributed_single_worker_keeps_its_state_in_kafka() {
     .collect();
     let worker_dir = dir.path().join("worker");
     let mut w = Worker::launch(&worker_dir, Launch::Distributed { props: props.clone() });
-    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}}));
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}}),
+    );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
     let count = || topic_values(&broker.bootstrap, "lines").0.len();
@@ -149,7 +172,8 @@ fn distributed_single_worker_keeps_its_state_in_kafka() {
     // A new worker in a new group: noida 0.2.3 never expires the SIGKILLed member
     // (tests/services/kafka-quirks/group-session-expiry.py), so a worker joining the old
     // group would wait for it forever. The state lives in the topics, not the group.
-    let props: Vec<(String, String)> = props.into_iter().map(|(k, v)| if k == "group.id" { (k, "sluice-cluster-after-loss".to_owned()) } else { (k, v) }).collect();
+    let props: Vec<(String, String)> =
+        props.into_iter().map(|(k, v)| if k == "group.id" { (k, "sluice-cluster-after-loss".to_owned()) } else { (k, v) }).collect();
     let w = Worker::launch(&worker_dir, Launch::Distributed { props });
     w.wait_running("src", 1);
     let (code, body) = w.get("/connectors/src/config");
@@ -157,7 +181,9 @@ fn distributed_single_worker_keeps_its_state_in_kafka() {
     // More input: the source resumes after what it had committed, not from the start.
     let mut f = std::fs::OpenOptions::new().append(true).open(&input).unwrap();
     f.write_all(b"line-after-restart\n").unwrap();
-    eventually(Duration::from_secs(60), "the new line in the topic", || topic_values(&broker.bootstrap, "lines").0.iter().any(|v| v == "line-after-restart"));
+    eventually(Duration::from_secs(60), "the new line in the topic", || {
+        topic_values(&broker.bootstrap, "lines").0.iter().any(|v| v == "line-after-restart")
+    });
     let (values, topics) = topic_values(&broker.bootstrap, "lines");
     assert_eq!(values.len(), TOTAL + 1, "the source resumed from its committed offset (no re-read of the file)");
 

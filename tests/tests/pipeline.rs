@@ -49,7 +49,8 @@ fn file_pipeline(schemas: bool) {
 
     // The bytes in the topic are JsonConverter's, with or without the envelope.
     let data = dir.path().join("data");
-    let (code, out, err) = Worker::cli(&["topics", "consume", "lines", "--data-dir", data.to_str().unwrap(), "--from-beginning", "--max-messages", "1"]);
+    let (code, out, err) =
+        Worker::cli(&["topics", "consume", "lines", "--data-dir", data.to_str().unwrap(), "--from-beginning", "--max-messages", "1"]);
     assert_eq!(code, 0, "{err}");
     let first: Json = serde_json::from_str(out.lines().next().expect("one record")).unwrap();
     if schemas == "true" {
@@ -82,8 +83,14 @@ fn lines_appended_later_keep_flowing() {
     let input = dir.path().join("in.txt");
     let output = dir.path().join("out.txt");
     let w = Worker::start(dir.path(), &[]);
-    w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}));
-    w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}));
+    w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}),
+    );
+    w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}),
+    );
     w.wait_running("src", 1);
     // The file does not exist yet: the source waits for it.
     std::thread::sleep(Duration::from_millis(300));
@@ -108,7 +115,13 @@ fn sink_lines_appear_before_the_next_offset_commit() {
     let output = dir.path().join("out.txt");
     std::fs::write(&input, "one\ntwo\n").unwrap();
     let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "60000")]);
-    w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}));
-    w.post("/connectors", &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}));
+    w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}}),
+    );
+    w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "t"}}),
+    );
     eventually(Duration::from_secs(20), "lines in the sink file well before a commit", || read_lines(&output) == ["one", "two"]);
 }

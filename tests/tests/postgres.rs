@@ -36,7 +36,13 @@ impl Pg {
     fn start() -> Pg {
         let port = sluice_tests::free_port();
         let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").unwrap();
-        let out = Command::new("bash").arg(repo().join("tests/services/postgres.sh")).arg("start").arg(dir.path()).arg(port.to_string()).output().expect("run postgres.sh");
+        let out = Command::new("bash")
+            .arg(repo().join("tests/services/postgres.sh"))
+            .arg("start")
+            .arg(dir.path())
+            .arg(port.to_string())
+            .output()
+            .expect("run postgres.sh");
         assert!(out.status.success(), "postgres.sh start failed (is PostgreSQL 15 installed?): {}", String::from_utf8_lossy(&out.stderr));
         Pg { dir, port }
     }
@@ -65,7 +71,8 @@ impl Pg {
 
 impl Drop for Pg {
     fn drop(&mut self) {
-        let _ = Command::new("bash").arg(repo().join("tests/services/postgres.sh")).arg("stop").arg(self.dir.path()).arg("immediate").status();
+        let _ =
+            Command::new("bash").arg(repo().join("tests/services/postgres.sh")).arg("stop").arg(self.dir.path()).arg("immediate").status();
     }
 }
 
@@ -188,12 +195,8 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
         let in_snapshot = offset.as_ref().is_none_or(|o| o["snapshot"] == true && o["last_snapshot_record"] != true);
         assert!(in_snapshot, "the kill was meant to land inside the snapshot; stored offset {offset:?}");
         durable_at_kill.push(durable_snapshot_key(&data).unwrap_or(0));
-        read_before_kill = consume(&data, TOPIC)
-            .iter()
-            .filter(|r| r["value"]["op"] == "r")
-            .filter_map(|r| r["key"]["id"].as_i64())
-            .max()
-            .unwrap_or(0);
+        read_before_kill =
+            consume(&data, TOPIC).iter().filter(|r| r["value"]["op"] == "r").filter_map(|r| r["key"]["id"].as_i64()).max().unwrap_or(0);
         snapshot_kills += 1;
         w.restart();
         // Back to RUNNING from the stored configuration, without a new POST.

@@ -87,7 +87,9 @@ pub fn wait_lines(path: &Path, expected: &[String]) {
 /// The connector status with every entry in `state`.
 pub fn status_in(w: &Worker, name: &str, state: &str, tasks: usize) -> Json {
     w.wait_for(&format!("/connectors/{name}/status"), TIMEOUT, |code, b| {
-        code == 200 && b["connector"]["state"] == state && b["tasks"].as_array().is_some_and(|t| t.len() == tasks && t.iter().all(|t| t["state"] == state))
+        code == 200
+            && b["connector"]["state"] == state
+            && b["tasks"].as_array().is_some_and(|t| t.len() == tasks && t.iter().all(|t| t["state"] == state))
     })
 }
 
@@ -96,19 +98,16 @@ fn worker_id(w: &Worker) -> String {
 }
 
 fn sorted_strings(v: &Json) -> Vec<String> {
-    let mut out: Vec<String> = v.as_array().unwrap_or_else(|| panic!("not an array: {v}")).iter().map(|s| s.as_str().unwrap().to_owned()).collect();
+    let mut out: Vec<String> =
+        v.as_array().unwrap_or_else(|| panic!("not an array: {v}")).iter().map(|s| s.as_str().unwrap().to_owned()).collect();
     out.sort();
     out
 }
 
 /// The validation errors reported for `key` in a `ConfigInfos` answer.
 fn errors_of(infos: &Json, key: &str) -> Vec<String> {
-    let entry = infos["configs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["value"]["name"] == key)
-        .unwrap_or_else(|| panic!("no {key} in {infos}"));
+    let entry =
+        infos["configs"].as_array().unwrap().iter().find(|c| c["value"]["name"] == key).unwrap_or_else(|| panic!("no {key} in {infos}"));
     entry["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()).collect()
 }
 
@@ -164,7 +163,9 @@ fn worker_info_plugins_validation_and_loggers() {
     }
     assert!(all.iter().any(|p| p["type"] == "header_converter"), "no header converter in {all:?}");
     assert!(
-        all.iter().all(|p| ["source", "sink", "converter", "header_converter", "transformation", "predicate"].contains(&p["type"].as_str().unwrap())),
+        all.iter()
+            .all(|p| ["source", "sink", "converter", "header_converter", "transformation", "predicate"]
+                .contains(&p["type"].as_str().unwrap())),
         "{all:?}"
     );
     // … and every transformation and predicate, Kafka's and Debezium's.
@@ -189,7 +190,19 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(code, 200);
     assert_eq!(w.get(&format!("/connector-plugins/{SOURCE_CLASS}/config")), (200, def.clone()));
     let def = def.as_array().unwrap();
-    let fields = ["default_value", "dependents", "display_name", "documentation", "group", "importance", "name", "order", "required", "type", "width"];
+    let fields = [
+        "default_value",
+        "dependents",
+        "display_name",
+        "documentation",
+        "group",
+        "importance",
+        "name",
+        "order",
+        "required",
+        "type",
+        "width",
+    ];
     for k in def {
         let mut got: Vec<&String> = k.as_object().unwrap().keys().collect();
         got.sort();
@@ -197,7 +210,10 @@ fn worker_info_plugins_validation_and_loggers() {
     }
     let key = |name: &str| def.iter().find(|k| k["name"] == name).unwrap_or_else(|| panic!("{name} not in {def:?}")).clone();
     let file = key("file");
-    assert_eq!((&file["type"], &file["required"], &file["default_value"], &file["importance"]), (&json!("STRING"), &json!(true), &Json::Null, &json!("HIGH")));
+    assert_eq!(
+        (&file["type"], &file["required"], &file["default_value"], &file["importance"]),
+        (&json!("STRING"), &json!(true), &Json::Null, &json!("HIGH"))
+    );
     let batch = key("batch.size");
     assert_eq!((&batch["type"], &batch["required"], &batch["default_value"]), (&json!("INT"), &json!(false), &json!("2000")));
     key("topic");
@@ -247,7 +263,10 @@ fn worker_info_plugins_validation_and_loggers() {
     assert_eq!(infos["name"], SINK_CLASS);
     assert_eq!(infos["error_count"], 1, "{infos}");
     assert_eq!(errors_of(&infos, "topics"), ["Must configure one of topics or topics.regex"]);
-    let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"name": "v", "file": "/tmp/out.txt", "topics": "a", "topics.regex": "a.*"}));
+    let (_, infos) = w.put(
+        "/connector-plugins/FileStreamSink/config/validate",
+        &json!({"name": "v", "file": "/tmp/out.txt", "topics": "a", "topics.regex": "a.*"}),
+    );
     assert_eq!(errors_of(&infos, "topics"), ["topics and topics.regex are mutually exclusive options, but both are set."]);
     // The class in the body must be the plugin in the path.
     assert_error(
@@ -312,7 +331,11 @@ fn create_list_read_and_reconfigure_connectors() {
     assert!(reply.body["tasks"].as_array().is_some_and(|t| t.iter().all(|t| t["connector"] == "src")), "{}", reply.body);
 
     // The same name again: 409 with Connect's message, and the first config stays.
-    assert_error(w.post("/connectors", &json!({"name": "src", "config": source_config(&output, "other")})), 409, "Connector src already exists");
+    assert_error(
+        w.post("/connectors", &json!({"name": "src", "config": source_config(&output, "other")})),
+        409,
+        "Connector src already exists",
+    );
     assert_eq!(w.get("/connectors/src/config"), (200, named(&src, "src")));
 
     // PUT /connectors/{c}/config creates (201, Location) and then updates (200).
@@ -343,9 +366,7 @@ fn create_list_read_and_reconfigure_connectors() {
     let (code, names) = w.get("/connectors");
     assert_eq!(code, 200);
     assert_eq!(sorted_strings(&names), ["sink", "src"]);
-    let status = |name: &str, kind: &str| {
-        json!({"name": name, "connector": {"state": "RUNNING", "worker_id": wid}, "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid}], "type": kind})
-    };
+    let status = |name: &str, kind: &str| json!({"name": name, "connector": {"state": "RUNNING", "worker_id": wid}, "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid}], "type": kind});
     let info = |name: &str, config: &Json, kind: &str| json!({"name": name, "config": named(config, name), "tasks": [{"connector": name, "task": 0}], "type": kind});
     assert_eq!(w.get("/connectors/src/status"), (200, status("src", "source")));
     assert_eq!(w.get("/connectors/src"), (200, info("src", &src, "source")));
@@ -402,7 +423,8 @@ fn create_list_read_and_reconfigure_connectors() {
     // initial_state: PAUSED and STOPPED connectors are created so, and resume runs them.
     let paused_in = dir.path().join("paused.txt");
     append(&paused_in, &numbered("paused", 0..3));
-    let (code, body) = w.post("/connectors", &json!({"name": "paused", "config": source_config(&paused_in, "paused"), "initial_state": "PAUSED"}));
+    let (code, body) =
+        w.post("/connectors", &json!({"name": "paused", "config": source_config(&paused_in, "paused"), "initial_state": "PAUSED"}));
     assert_eq!(code, 201, "{body}");
     status_in(&w, "paused", "PAUSED", 1);
     // A new config keeps the target state: still PAUSED, tasks included.
@@ -410,7 +432,8 @@ fn create_list_read_and_reconfigure_connectors() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["config"]["batch.size"], "1");
     status_in(&w, "paused", "PAUSED", 1);
-    let (code, body) = w.post("/connectors", &json!({"name": "stopped", "config": source_config(&paused_in, "stopped"), "initial_state": "STOPPED"}));
+    let (code, body) =
+        w.post("/connectors", &json!({"name": "stopped", "config": source_config(&paused_in, "stopped"), "initial_state": "STOPPED"}));
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["tasks"], json!([]), "{body}");
     assert_eq!(
@@ -653,7 +676,10 @@ fn sink_offsets_read_alter_and_reset() {
     status_in(&w, "sink", "STOPPED", 0);
     assert_eq!(w.get("/connectors/sink/offsets"), (200, offsets(10)));
     assert_error(
-        w.patch("/connectors/sink/offsets", &json!({"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": -1}, "offset": {"kafka_offset": 1}}]})),
+        w.patch(
+            "/connectors/sink/offsets",
+            &json!({"offsets": [{"partition": {"kafka_topic": "lines", "kafka_partition": -1}, "offset": {"kafka_offset": 1}}]}),
+        ),
         400,
         "Kafka partitions must be valid non-negative integers: set kafka_partition in each partition",
     );

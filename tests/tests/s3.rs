@@ -141,7 +141,10 @@ fn s3_sink_survives_sigkill_with_exactly_once_objects() {
     );
     assert_eq!(code, 201, "{body}");
     let url = format!("http://127.0.0.1:{}", moto.port);
-    for (name, format, dir) in [("s3-json", "io.confluent.connect.s3.format.json.JsonFormat", "json"), ("s3-parquet", "io.confluent.connect.s3.format.parquet.ParquetFormat", "parquet")] {
+    for (name, format, dir) in [
+        ("s3-json", "io.confluent.connect.s3.format.json.JsonFormat", "json"),
+        ("s3-parquet", "io.confluent.connect.s3.format.parquet.ParquetFormat", "parquet"),
+    ] {
         let (code, body) = w.post(
             "/connectors",
             &json!({"name": name, "config": {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "bench", "s3.bucket.name": BUCKET,
@@ -180,7 +183,12 @@ fn s3_sink_survives_sigkill_with_exactly_once_objects() {
             covered >= complete
         });
         assert_eq!(covered, complete, "{prefix}: whole objects only; {} records wait for the next flush", log.len() - complete);
-        eprintln!("{prefix}: {} objects hold {covered} of {} log records exactly once ({} still open)", moto.objects(prefix).len(), log.len(), log.len() - complete);
+        eprintln!(
+            "{prefix}: {} objects hold {covered} of {} log records exactly once ({} still open)",
+            moto.objects(prefix).len(),
+            log.len(),
+            log.len() - complete
+        );
     }
     let status = w.get("/connectors/s3-json/status").1;
     assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
@@ -211,11 +219,13 @@ fn s3_sink_config_and_bucket_errors_are_clear() {
         c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         c
     };
-    let (code, body) = w.post("/connectors", &json!({"name": "sse", "config": with(json!({"s3.bucket.name": BUCKET, "s3.ssea.name": "AES256"}))}));
+    let (code, body) =
+        w.post("/connectors", &json!({"name": "sse", "config": with(json!({"s3.bucket.name": BUCKET, "s3.ssea.name": "AES256"}))}));
     assert_eq!(code, 400, "{body}");
     assert!(body["message"].as_str().unwrap().contains("s3.ssea.name"), "{body}");
 
-    let (code, body) = w.put("/connector-plugins/s3/config/validate", &with(json!({"s3.bucket.name": "missing", "s3.ssea.name": "AES256"})));
+    let (code, body) =
+        w.put("/connector-plugins/s3/config/validate", &with(json!({"s3.bucket.name": "missing", "s3.ssea.name": "AES256"})));
     assert_eq!(code, 200, "{body}");
     let errors = |key: &str| -> String {
         body["configs"].as_array().unwrap().iter().filter(|c| c["value"]["name"] == key).map(|c| c["value"]["errors"].to_string()).collect()
@@ -224,7 +234,13 @@ fn s3_sink_config_and_bucket_errors_are_clear() {
 
     let (code, body) = w.put("/connector-plugins/s3/config/validate", &with(json!({"s3.bucket.name": "missing"})));
     assert_eq!(code, 200, "{body}");
-    let bucket_errors: String = body["configs"].as_array().unwrap().iter().filter(|c| c["value"]["name"] == "s3.bucket.name").map(|c| c["value"]["errors"].to_string()).collect();
+    let bucket_errors: String = body["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["value"]["name"] == "s3.bucket.name")
+        .map(|c| c["value"]["errors"].to_string())
+        .collect();
     assert!(bucket_errors.contains("does not exist"), "{body}");
 
     let (code, body) = w.post("/connectors", &json!({"name": "nobucket", "config": with(json!({"s3.bucket.name": "missing"}))}));

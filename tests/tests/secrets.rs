@@ -37,7 +37,10 @@ fn passwords_stay_out_of_rest_traces_and_logs() {
     // the password.
     let input = dir.path().join("in.txt");
     std::fs::write(&input, "{\"id\": 1}\n").unwrap();
-    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "orders"}}));
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "orders"}}),
+    );
     assert_eq!(code, 201, "{body}");
     let status = w.wait_for("/connectors/wh/status", Duration::from_secs(60), |_, b| b["tasks"][0]["trace"].is_string());
     assert!(!leaks(&status.to_string()), "status: {status}");

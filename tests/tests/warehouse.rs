@@ -88,7 +88,12 @@ fn wait_equal(pg: &Pg, w: &Worker, timeout: Duration) {
         }
         if Instant::now() > deadline {
             let diff: Vec<_> = src.lines().zip(dst.lines()).filter(|(a, b)| a != b).take(5).collect();
-            panic!("target differs from source ({} vs {} rows); first differences {diff:?}\nwarnings:\n{}", src.lines().count(), dst.lines().count(), w.output().lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).take(20).collect::<Vec<_>>().join("\n"));
+            panic!(
+                "target differs from source ({} vs {} rows); first differences {diff:?}\nwarnings:\n{}",
+                src.lines().count(),
+                dst.lines().count(),
+                w.output().lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).take(20).collect::<Vec<_>>().join("\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -202,7 +207,14 @@ fn warehouse_mirrors_the_source_through_crashes() {
     // its last confirmed position to the log again, and the sink applies every log record
     // once. So per row the target's extra UPDATEs are bounded by the number of crashes; a
     // sink batch applied twice on every restart would exceed that.
-    let over = pg.sql("wh", &format!("SELECT a.id, a.updates, i.updates FROM applied a JOIN items i USING (id) WHERE a.updates > i.updates + {kills}"));
+    let over = pg.sql(
+        "wh",
+        &format!("SELECT a.id, a.updates, i.updates FROM applied a JOIN items i USING (id) WHERE a.updates > i.updates + {kills}"),
+    );
     assert!(over.trim().is_empty(), "rows updated more often in the target than the source plus one redelivery per crash:\n{over}");
-    assert!(pg.sql("wh", "SELECT count(*) FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'").trim() == "0");
+    assert!(
+        pg.sql("wh", "SELECT count(*) FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'")
+            .trim()
+            == "0"
+    );
 }

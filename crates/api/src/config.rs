@@ -314,9 +314,7 @@ impl ParsedConfig {
 
     /// A comma-separated list, trimmed, without empty items.
     pub fn list(&self, key: &str) -> Vec<String> {
-        self.raw(key)
-            .map(|s| s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
-            .unwrap_or_default()
+        self.raw(key).map(|s| s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()).unwrap_or_default()
     }
 
     pub fn password(&self, key: &str) -> Option<Secret> {
@@ -330,10 +328,7 @@ impl ParsedConfig {
 
     /// The original keys that start with `prefix`, with the prefix removed.
     pub fn with_prefix(&self, prefix: &str) -> Props {
-        self.originals
-            .iter()
-            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_owned(), v.clone())))
-            .collect()
+        self.originals.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|rest| (rest.to_owned(), v.clone()))).collect()
     }
 }
 
@@ -345,9 +340,15 @@ mod tests {
         ConfigDef::new()
             .define(ConfigKey::new("file", ConfigType::String, Importance::High, "the file"))
             .define(
-                ConfigKey::new("batch.size", ConfigType::Int, Importance::Low, "batch").default_value("2000").validator(Validator::AtLeast(1)),
+                ConfigKey::new("batch.size", ConfigType::Int, Importance::Low, "batch")
+                    .default_value("2000")
+                    .validator(Validator::AtLeast(1)),
             )
-            .define(ConfigKey::new("mode", ConfigType::String, Importance::Low, "mode").default_value("a").validator(Validator::one_of(&["a", "b"])))
+            .define(
+                ConfigKey::new("mode", ConfigType::String, Importance::Low, "mode")
+                    .default_value("a")
+                    .validator(Validator::one_of(&["a", "b"])),
+            )
             .define(ConfigKey::new("secret", ConfigType::Password, Importance::Low, "pw").default_value(""))
     }
 
@@ -358,7 +359,10 @@ mod tests {
     #[test]
     fn missing_required_key_is_named() {
         let err = def().parse(&props(&[])).unwrap_err();
-        assert_eq!(err.to_string(), "invalid value for configuration file: Missing required configuration \"file\" which has no default value.");
+        assert_eq!(
+            err.to_string(),
+            "invalid value for configuration file: Missing required configuration \"file\" which has no default value."
+        );
     }
 
     #[test]

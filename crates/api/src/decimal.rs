@@ -416,7 +416,11 @@ impl DecimalText {
             if dropped.bytes().any(|b| b != b'0') {
                 return Err(format!("it has more fractional digits than scale {scale} allows"));
             }
-            if kept.is_empty() { "0".to_owned() } else { kept.to_owned() }
+            if kept.is_empty() {
+                "0".to_owned()
+            } else {
+                kept.to_owned()
+            }
         };
         let magnitude = Magnitude::from_decimal(&digits);
         Ok(Unscaled { negative: self.negative && !magnitude.is_zero(), magnitude })

@@ -116,15 +116,33 @@ impl Schema {
         }
     }
 
-    pub fn int8() -> Self { Self::of(SchemaType::Int8) }
-    pub fn int16() -> Self { Self::of(SchemaType::Int16) }
-    pub fn int32() -> Self { Self::of(SchemaType::Int32) }
-    pub fn int64() -> Self { Self::of(SchemaType::Int64) }
-    pub fn float32() -> Self { Self::of(SchemaType::Float32) }
-    pub fn float64() -> Self { Self::of(SchemaType::Float64) }
-    pub fn boolean() -> Self { Self::of(SchemaType::Boolean) }
-    pub fn string() -> Self { Self::of(SchemaType::String) }
-    pub fn bytes() -> Self { Self::of(SchemaType::Bytes) }
+    pub fn int8() -> Self {
+        Self::of(SchemaType::Int8)
+    }
+    pub fn int16() -> Self {
+        Self::of(SchemaType::Int16)
+    }
+    pub fn int32() -> Self {
+        Self::of(SchemaType::Int32)
+    }
+    pub fn int64() -> Self {
+        Self::of(SchemaType::Int64)
+    }
+    pub fn float32() -> Self {
+        Self::of(SchemaType::Float32)
+    }
+    pub fn float64() -> Self {
+        Self::of(SchemaType::Float64)
+    }
+    pub fn boolean() -> Self {
+        Self::of(SchemaType::Boolean)
+    }
+    pub fn string() -> Self {
+        Self::of(SchemaType::String)
+    }
+    pub fn bytes() -> Self {
+        Self::of(SchemaType::Bytes)
+    }
 
     pub fn array(element: SchemaRef) -> Self {
         Self { value_schema: Some(element), ..Self::of(SchemaType::Array) }
@@ -136,11 +154,7 @@ impl Schema {
 
     /// A struct schema with the given `(name, schema)` fields, in order.
     pub fn struct_of<N: Into<String>>(fields: impl IntoIterator<Item = (N, SchemaRef)>) -> Self {
-        let fields = fields
-            .into_iter()
-            .enumerate()
-            .map(|(index, (name, schema))| Field { name: name.into(), index, schema })
-            .collect();
+        let fields = fields.into_iter().enumerate().map(|(index, (name, schema))| Field { name: name.into(), index, schema }).collect();
         Self { fields, ..Self::of(SchemaType::Struct) }
     }
 

@@ -11,9 +11,9 @@
 //! - [`java_to_string`]: `Object.toString()` of a Connect value, which is what
 //!   StringConverter writes for a non-string value.
 
-use base64::Engine as _;
 use crate::schema::logical;
 use crate::{Schema, SchemaType, Value};
+use base64::Engine as _;
 
 use crate::decimal::{self, Magnitude};
 

@@ -41,7 +41,11 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
     };
     tracing::debug!(%method, %url, "forwarding a write to the group leader");
     let sent = tokio::task::spawn_blocking(move || -> Result<(u16, Option<String>, Vec<u8>), ureq::Error> {
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(std::time::Duration::from_secs(90))).build().into();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(90)))
+            .build()
+            .into();
         let request = ureq::http::Request::builder().method(method.as_str()).uri(&url);
         let request = match &content_type {
             Some(ct) => request.header("content-type", ct),
@@ -62,7 +66,10 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
             }
             builder.body(Body::from(bytes)).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
         }
-        Ok(Err(e)) => ApiError::new(StatusCode::CONFLICT, format!("Cannot complete request because the leader {leader} could not be reached: {e}")).into_response(),
+        Ok(Err(e)) => {
+            ApiError::new(StatusCode::CONFLICT, format!("Cannot complete request because the leader {leader} could not be reached: {e}"))
+                .into_response()
+        }
         Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("forwarding failed: {e}")).into_response(),
     }
 }

@@ -3,8 +3,8 @@
 
 use sluice_api::{ConfigDef, ConnectorPlugin};
 
-use crate::{convert, transform};
 use crate::herder::PluginInfo;
+use crate::{convert, transform};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -34,12 +34,26 @@ impl Plugins {
             .map(|p| PluginInfo { class: p.class.to_owned(), kind: p.kind.name().to_owned(), version: p.version.to_owned() })
             .collect();
         if !connectors_only {
-            out.extend(convert::converters().iter().map(|c| PluginInfo { class: c.class.to_owned(), kind: "converter".to_owned(), version: VERSION.to_owned() }));
-            out.extend(
-                convert::header_converters().iter().map(|c| PluginInfo { class: c.class.to_owned(), kind: "header_converter".to_owned(), version: VERSION.to_owned() }),
-            );
-            out.extend(transform::transforms().iter().map(|t| PluginInfo { class: t.class.to_owned(), kind: "transformation".to_owned(), version: VERSION.to_owned() }));
-            out.extend(transform::predicates().iter().map(|p| PluginInfo { class: p.class.to_owned(), kind: "predicate".to_owned(), version: VERSION.to_owned() }));
+            out.extend(convert::converters().iter().map(|c| PluginInfo {
+                class: c.class.to_owned(),
+                kind: "converter".to_owned(),
+                version: VERSION.to_owned(),
+            }));
+            out.extend(convert::header_converters().iter().map(|c| PluginInfo {
+                class: c.class.to_owned(),
+                kind: "header_converter".to_owned(),
+                version: VERSION.to_owned(),
+            }));
+            out.extend(transform::transforms().iter().map(|t| PluginInfo {
+                class: t.class.to_owned(),
+                kind: "transformation".to_owned(),
+                version: VERSION.to_owned(),
+            }));
+            out.extend(transform::predicates().iter().map(|p| PluginInfo {
+                class: p.class.to_owned(),
+                kind: "predicate".to_owned(),
+                version: VERSION.to_owned(),
+            }));
         }
         out
     }

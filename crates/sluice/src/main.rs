@@ -49,7 +49,9 @@ fn main() -> ExitCode {
             _ => standalone::main(None, Vec::new()),
         },
         Some("distributed") => match args.get(1) {
-            Some(worker) if !worker.starts_with('-') && args.len() == 2 => standalone::run_mode(standalone::Mode::Distributed, Some(worker.clone()), Vec::new()),
+            Some(worker) if !worker.starts_with('-') && args.len() == 2 => {
+                standalone::run_mode(standalone::Mode::Distributed, Some(worker.clone()), Vec::new())
+            }
             _ => Err(anyhow::anyhow!("usage: sluice distributed WORKER.properties (connectors are created through the REST API)")),
         },
         Some("topics") => topics::main(&args[1..]),

@@ -46,7 +46,8 @@ pub enum Mode {
 }
 
 /// Keys `connect-distributed` requires (they have no defaults there).
-const DISTRIBUTED_REQUIRED: &[&str] = &["bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"];
+const DISTRIBUTED_REQUIRED: &[&str] =
+    &["bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"];
 
 pub fn main(worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
     run_mode(Mode::Standalone, worker_file, connector_files)
@@ -58,7 +59,12 @@ pub fn run_mode(mode: Mode, worker_file: Option<String>, connector_files: Vec<St
     runtime.block_on(run(mode, worker_file, connector_files, loggers))
 }
 
-async fn run(mode: Mode, worker_file: Option<String>, connector_files: Vec<String>, loggers: sluice_runtime::logging::LogLevels) -> anyhow::Result<()> {
+async fn run(
+    mode: Mode,
+    worker_file: Option<String>,
+    connector_files: Vec<String>,
+    loggers: sluice_runtime::logging::LogLevels,
+) -> anyhow::Result<()> {
     let file_props = match &worker_file {
         Some(path) => parse_properties(&std::fs::read_to_string(path).with_context(|| format!("cannot read worker properties {path}"))?),
         None => Default::default(),
@@ -134,7 +140,8 @@ async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn 
         KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))
     };
     if mode == Mode::Distributed {
-        let missing: Vec<&str> = DISTRIBUTED_REQUIRED.iter().copied().filter(|k| worker.props.get(*k).is_none_or(|v| v.trim().is_empty())).collect();
+        let missing: Vec<&str> =
+            DISTRIBUTED_REQUIRED.iter().copied().filter(|k| worker.props.get(*k).is_none_or(|v| v.trim().is_empty())).collect();
         if !missing.is_empty() {
             bail!("distributed mode needs {} in the worker properties (as connect-distributed does)", missing.join(", "));
         }

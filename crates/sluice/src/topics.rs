@@ -63,7 +63,8 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
     let opts = parse(rest)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
-        let log = EmbeddedLog::open_read_only(&opts.data_dir).with_context(|| format!("cannot read the embedded log in {}", opts.data_dir.display()))?;
+        let log = EmbeddedLog::open_read_only(&opts.data_dir)
+            .with_context(|| format!("cannot read the embedded log in {}", opts.data_dir.display()))?;
         match cmd.as_str() {
             "list" => {
                 for t in log.list_topics().await? {

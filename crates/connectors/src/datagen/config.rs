@@ -15,24 +15,51 @@ pub fn def() -> ConfigDef {
     ConfigDef::new()
         .define(ConfigKey::new(TOPIC, ConfigType::String, Importance::High, "Topic to write to.").validator(Validator::NonEmpty))
         .define(
-            ConfigKey::new(QUICKSTART, ConfigType::String, Importance::High, "The shape of the rows: users, pageviews, orders, or bench (an id, a timestamp and a payload of payload.bytes).")
-                .default_value("users")
-                .validator(Validator::one_of(SHAPES)),
+            ConfigKey::new(
+                QUICKSTART,
+                ConfigType::String,
+                Importance::High,
+                "The shape of the rows: users, pageviews, orders, or bench (an id, a timestamp and a payload of payload.bytes).",
+            )
+            .default_value("users")
+            .validator(Validator::one_of(SHAPES)),
         )
         .define(
-            ConfigKey::new(MAX_INTERVAL, ConfigType::Long, Importance::Medium, "Maximum interval in milliseconds between rows (each wait is random up to this). 0 means no wait.")
-                .default_value("500")
-                .validator(Validator::AtLeast(0)),
+            ConfigKey::new(
+                MAX_INTERVAL,
+                ConfigType::Long,
+                Importance::Medium,
+                "Maximum interval in milliseconds between rows (each wait is random up to this). 0 means no wait.",
+            )
+            .default_value("500")
+            .validator(Validator::AtLeast(0)),
         )
-        .define(ConfigKey::new(ITERATIONS, ConfigType::Long, Importance::Medium, "Number of rows each task generates; -1 for no limit.").default_value("-1").validator(Validator::AtLeast(-1)))
+        .define(
+            ConfigKey::new(ITERATIONS, ConfigType::Long, Importance::Medium, "Number of rows each task generates; -1 for no limit.")
+                .default_value("-1")
+                .validator(Validator::AtLeast(-1)),
+        )
         .define(ConfigKey::new(RANDOM_SEED, ConfigType::Long, Importance::Low, "Seed for the random generator.").default_value("0"))
         .define(
-            ConfigKey::new(RECORDS_PER_SECOND, ConfigType::Long, Importance::Medium, "Rows per second per task; 0 for as fast as possible. When set, max.interval is ignored.")
-                .default_value("0")
+            ConfigKey::new(
+                RECORDS_PER_SECOND,
+                ConfigType::Long,
+                Importance::Medium,
+                "Rows per second per task; 0 for as fast as possible. When set, max.interval is ignored.",
+            )
+            .default_value("0")
+            .validator(Validator::AtLeast(0)),
+        )
+        .define(
+            ConfigKey::new(BATCH_SIZE, ConfigType::Int, Importance::Low, "Rows returned by one poll at most.")
+                .default_value("1000")
+                .validator(Validator::AtLeast(1)),
+        )
+        .define(
+            ConfigKey::new(PAYLOAD_BYTES, ConfigType::Int, Importance::Low, "Payload size of the bench shape.")
+                .default_value("64")
                 .validator(Validator::AtLeast(0)),
         )
-        .define(ConfigKey::new(BATCH_SIZE, ConfigType::Int, Importance::Low, "Rows returned by one poll at most.").default_value("1000").validator(Validator::AtLeast(1)))
-        .define(ConfigKey::new(PAYLOAD_BYTES, ConfigType::Int, Importance::Low, "Payload size of the bench shape.").default_value("64").validator(Validator::AtLeast(0)))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

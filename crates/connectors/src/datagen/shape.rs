@@ -24,17 +24,33 @@ impl Shape {
     pub fn new(name: &str, payload_bytes: usize) -> Self {
         let s = |n: &str, sc: Schema| (n.to_owned(), sc.into_ref());
         let (kind, key, fields) = match name {
-            "pageviews" => (Kind::Pageviews, Schema::int64(), vec![s("viewtime", Schema::int64()), s("userid", Schema::string()), s("pageid", Schema::string())]),
+            "pageviews" => (
+                Kind::Pageviews,
+                Schema::int64(),
+                vec![s("viewtime", Schema::int64()), s("userid", Schema::string()), s("pageid", Schema::string())],
+            ),
             "orders" => (
                 Kind::Orders,
                 Schema::int32(),
-                vec![s("ordertime", Schema::int64()), s("orderid", Schema::int32()), s("itemid", Schema::string()), s("orderunits", Schema::float64())],
+                vec![
+                    s("ordertime", Schema::int64()),
+                    s("orderid", Schema::int32()),
+                    s("itemid", Schema::string()),
+                    s("orderunits", Schema::float64()),
+                ],
             ),
-            "bench" => (Kind::Bench, Schema::int64(), vec![s("id", Schema::int64()), s("ts", Schema::int64()), s("payload", Schema::string())]),
+            "bench" => {
+                (Kind::Bench, Schema::int64(), vec![s("id", Schema::int64()), s("ts", Schema::int64()), s("payload", Schema::string())])
+            }
             _ => (
                 Kind::Users,
                 Schema::string(),
-                vec![s("registertime", Schema::int64()), s("userid", Schema::string()), s("regionid", Schema::string()), s("gender", Schema::string())],
+                vec![
+                    s("registertime", Schema::int64()),
+                    s("userid", Schema::string()),
+                    s("regionid", Schema::string()),
+                    s("gender", Schema::string()),
+                ],
             ),
         };
         let schema_name = match kind {
@@ -71,7 +87,11 @@ impl Shape {
             Kind::Pageviews => {
                 let v = Struct::from_values(
                     schema,
-                    vec![Value::Int64(i + 1), Value::String(format!("User_{}", rng.u32(1..10))), Value::String(format!("Page_{}", rng.u32(1..100)))],
+                    vec![
+                        Value::Int64(i + 1),
+                        Value::String(format!("User_{}", rng.u32(1..10))),
+                        Value::String(format!("Page_{}", rng.u32(1..100))),
+                    ],
                 );
                 (Value::Int64(i + 1), Value::Struct(v))
             }
@@ -79,7 +99,12 @@ impl Shape {
                 let id = (i + 1) as i32;
                 let v = Struct::from_values(
                     schema,
-                    vec![Value::Int64(now_ms), Value::Int32(id), Value::String(format!("Item_{}", rng.u32(1..1000))), Value::Float64(rng.f64() * 10.0)],
+                    vec![
+                        Value::Int64(now_ms),
+                        Value::Int32(id),
+                        Value::String(format!("Item_{}", rng.u32(1..1000))),
+                        Value::Float64(rng.f64() * 10.0),
+                    ],
                 );
                 (Value::Int32(id), Value::Struct(v))
             }

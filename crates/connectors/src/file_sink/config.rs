@@ -3,7 +3,8 @@ use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectResult, Importance, Pr
 pub const FILE: &str = "file";
 
 pub fn def() -> ConfigDef {
-    ConfigDef::new().define(ConfigKey::new(FILE, ConfigType::String, Importance::High, "Destination filename.").validator(Validator::NonEmpty))
+    ConfigDef::new()
+        .define(ConfigKey::new(FILE, ConfigType::String, Importance::High, "Destination filename.").validator(Validator::NonEmpty))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

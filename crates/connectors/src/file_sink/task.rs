@@ -66,7 +66,11 @@ fn truncate_partial_line(path: &str) -> std::io::Result<()> {
         }
         end = start;
     };
-    tracing::warn!(file = path, bytes = len - keep, "dropping a partially written last line left by a crash; its record will be written again");
+    tracing::warn!(
+        file = path,
+        bytes = len - keep,
+        "dropping a partially written last line left by a crash; its record will be written again"
+    );
     f.set_len(keep)?;
     f.sync_all()
 }
@@ -79,12 +83,10 @@ impl SinkTask for FileSinkTask {
             return Err(ConnectError::config("file", "writing to standard output is not supported by a worker; set file"));
         }
         drop_partial_line(&config.file).await?;
-        let file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&config.file)
-            .await
-            .map_err(|e| ConnectError::fatal_from(format!("couldn't find or create file '{}' for FileStreamSinkTask", config.file), e))?;
+        let file =
+            tokio::fs::OpenOptions::new().create(true).append(true).open(&config.file).await.map_err(|e| {
+                ConnectError::fatal_from(format!("couldn't find or create file '{}' for FileStreamSinkTask", config.file), e)
+            })?;
         self.file = Some(file);
         self.path = config.file;
         Ok(())

@@ -2,7 +2,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext, Value};
+use sluice_api::{
+    ConnectError, ConnectResult, Schema, SchemaRef, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext, Value,
+};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio_util::sync::CancellationToken;
 
@@ -122,7 +124,10 @@ impl SourceTask for FileSourceTask {
             let file = self.file.as_mut().expect("opened above");
             let start = self.buffer.len();
             self.buffer.resize(start + READ_CHUNK, 0);
-            let n = file.read(&mut self.buffer[start..]).await.map_err(|e| ConnectError::retriable_from(format!("error reading {}", config.file), e));
+            let n = file
+                .read(&mut self.buffer[start..])
+                .await
+                .map_err(|e| ConnectError::retriable_from(format!("error reading {}", config.file), e));
             let n = match n {
                 Ok(n) => n,
                 Err(e) => {

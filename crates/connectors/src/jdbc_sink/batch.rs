@@ -240,7 +240,12 @@ fn shape(record: &SinkRecord) -> Result<(Shape<'_>, Option<&Struct>), String> {
     let value = match &record.value {
         Value::Null => return Ok((Shape::Delete { before: None }, None)),
         Value::Struct(s) => s,
-        other => return Err(format!("the value is {} but must be a struct (this sink needs schemas: e.g. JsonConverter with schemas.enable=true)", kind(other))),
+        other => {
+            return Err(format!(
+                "the value is {} but must be a struct (this sink needs schemas: e.g. JsonConverter with schemas.enable=true)",
+                kind(other)
+            ))
+        }
     };
     let envelope = value.schema().field("op").is_some_and(|f| f.schema.kind == SchemaType::String)
         && (value.schema().field("after").is_some() || value.schema().field("before").is_some());
@@ -282,7 +287,8 @@ pub fn describe_key(v: &Value) -> String {
         Value::Null => "null".to_owned(),
         Value::String(s) => format!("{s:?}"),
         Value::Struct(s) => {
-            let parts: Vec<String> = s.schema().fields.iter().zip(s.values()).map(|(f, v)| format!("{}={}", f.name, describe_key(v))).collect();
+            let parts: Vec<String> =
+                s.schema().fields.iter().zip(s.values()).map(|(f, v)| format!("{}={}", f.name, describe_key(v))).collect();
             format!("{{{}}}", parts.join(", "))
         }
         Value::Bytes(b) => format!("<{} bytes>", b.len()),
@@ -337,7 +343,8 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut Ha
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
     for record in records {
-        let origin = Origin { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) };
+        let origin =
+            Origin { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) };
         let next = batch.offsets.entry(record.topic_partition()).or_insert(record.offset + 1);
         *next = (*next).max(record.offset + 1);
         let oi = batch.origins.len();
@@ -411,7 +418,8 @@ fn key_cells(cfg: &JdbcSinkConfig, record: &SinkRecord, row: Option<&Struct>, ta
     match cfg.pk_mode {
         PkMode::None => {}
         PkMode::Kafka => {
-            let names: Vec<String> = if cfg.pk_fields.len() == 3 { cfg.pk_fields.clone() } else { KAFKA_PK_NAMES.iter().map(|s| (*s).to_owned()).collect() };
+            let names: Vec<String> =
+                if cfg.pk_fields.len() == 3 { cfg.pk_fields.clone() } else { KAFKA_PK_NAMES.iter().map(|s| (*s).to_owned()).collect() };
             cols.push((names[0].clone(), sluice_api::Schema::string().into_ref(), Cell::Text(record.topic.clone())));
             cols.push((names[1].clone(), sluice_api::Schema::int32().into_ref(), Cell::Text(record.partition.to_string())));
             cols.push((names[2].clone(), sluice_api::Schema::int64().into_ref(), Cell::Text(record.offset.to_string())));
@@ -451,7 +459,10 @@ fn struct_key(cfg: &JdbcSinkConfig, s: &Struct, out: &mut Vec<(String, SchemaRef
         }
     } else {
         for name in &cfg.pk_fields {
-            let f = s.schema().field(name).ok_or_else(|| format!("primary key field {name:?} is not in the {}", s.schema().name.as_deref().unwrap_or("struct")))?;
+            let f = s
+                .schema()
+                .field(name)
+                .ok_or_else(|| format!("primary key field {name:?} is not in the {}", s.schema().name.as_deref().unwrap_or("struct")))?;
             let v = s.get(name).unwrap_or(&Value::Null);
             out.push((f.name.clone(), f.schema.clone(), schema::cell(v, &f.schema)?));
         }

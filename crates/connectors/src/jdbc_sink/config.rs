@@ -210,7 +210,10 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
         }
     }
     if props.get(PRIMARY_KEY_MODE).is_some_and(|v| v.trim().eq_ignore_ascii_case("record_header")) {
-        out.push((PRIMARY_KEY_MODE.to_owned(), "primary.key.mode=record_header is not supported yet; use record_key, record_value, kafka or none".to_owned()));
+        out.push((
+            PRIMARY_KEY_MODE.to_owned(),
+            "primary.key.mode=record_header is not supported yet; use record_key, record_value, kafka or none".to_owned(),
+        ));
     }
     if let Some(url) = props.get(CONNECTION_URL) {
         if let Err(e) = parse_url(url) {
@@ -233,13 +236,16 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
             format!("{shown:?} is not a JDBC URL; expected jdbc:postgresql://host:port/database")
         });
     };
-    let (hostport, path) = rest.split_once('/').ok_or_else(|| format!("{shown:?} names no database; expected jdbc:postgresql://host:port/database"))?;
+    let (hostport, path) =
+        rest.split_once('/').ok_or_else(|| format!("{shown:?} names no database; expected jdbc:postgresql://host:port/database"))?;
     let (db, query) = path.split_once('?').unwrap_or((path, ""));
     if hostport.contains(',') {
         return Err("several hosts in connection.url are not supported yet; name one host".to_owned());
     }
     let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || hostport.starts_with('[') => (h, p.parse::<u16>().map_err(|_| format!("{p:?} is not a port number"))?),
+        Some((h, p)) if !h.ends_with(']') || hostport.starts_with('[') => {
+            (h, p.parse::<u16>().map_err(|_| format!("{p:?} is not a port number"))?)
+        }
         _ => (hostport, 5432),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -264,7 +270,9 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
             "currentSchema" => out.current_schema = Some(v),
             "ApplicationName" | "applicationName" => out.application_name = Some(v),
             "sslmode" | "ssl" if matches!(v.as_str(), "disable" | "prefer" | "allow" | "false") => {}
-            "sslmode" | "ssl" => return Err(format!("{k}={v} in connection.url is not supported yet (TLS is not built in); use sslmode=disable or prefer")),
+            "sslmode" | "ssl" => {
+                return Err(format!("{k}={v} in connection.url is not supported yet (TLS is not built in); use sslmode=disable or prefer"))
+            }
             "connectTimeout" | "socketTimeout" | "tcpKeepAlive" | "reWriteBatchedInserts" | "stringtype" => {
                 // Tuning of the Java driver with no effect on how or what this sink writes.
             }
@@ -305,7 +313,9 @@ pub fn flavor(props: &Props) -> Flavor {
 fn either(c: &ParsedConfig, a: &str, b: &str) -> ConnectResult<Option<String>> {
     let set = |k: &str| c.originals().get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     match (set(a), set(b)) {
-        (Some(x), Some(y)) if !x.eq_ignore_ascii_case(&y) => Err(ConnectError::config(b, format!("{a}={x} and {b}={y} disagree; set one of them"))),
+        (Some(x), Some(y)) if !x.eq_ignore_ascii_case(&y) => {
+            Err(ConnectError::config(b, format!("{a}={x} and {b}={y} disagree; set one of them")))
+        }
         (Some(x), _) | (None, Some(x)) => Ok(Some(x)),
         (None, None) => Ok(None),
     }
@@ -325,9 +335,13 @@ impl JdbcSinkConfig {
         let url = parse_url(&c.string(CONNECTION_URL).unwrap_or_default()).map_err(|e| ConnectError::config(CONNECTION_URL, e))?;
         let user = either(&c, CONNECTION_USER, CONNECTION_USERNAME)?.or_else(|| url.user.clone()).unwrap_or_default();
         if user.is_empty() {
-            return Err(ConnectError::config(CONNECTION_USER, "no database user: set connection.user (or connection.username, or user= in connection.url)"));
+            return Err(ConnectError::config(
+                CONNECTION_USER,
+                "no database user: set connection.user (or connection.username, or user= in connection.url)",
+            ));
         }
-        let password = c.password(CONNECTION_PASSWORD).filter(|p| !p.expose().is_empty()).or_else(|| url.password.clone()).unwrap_or_default();
+        let password =
+            c.password(CONNECTION_PASSWORD).filter(|p| !p.expose().is_empty()).or_else(|| url.password.clone()).unwrap_or_default();
         let insert_mode = match c.string(INSERT_MODE).unwrap_or_default().to_ascii_lowercase().as_str() {
             "upsert" => InsertMode::Upsert,
             "update" => InsertMode::Update,
@@ -342,13 +356,22 @@ impl JdbcSinkConfig {
         let pk_fields = list(either(&c, PK_FIELDS, PRIMARY_KEY_FIELDS)?);
         let delete_enabled = c.boolean(DELETE_ENABLED);
         if delete_enabled && pk_mode != PkMode::RecordKey {
-            return Err(ConnectError::config(DELETE_ENABLED, "delete.enabled=true needs the primary key from the record key: set pk.mode (or primary.key.mode) to record_key"));
+            return Err(ConnectError::config(
+                DELETE_ENABLED,
+                "delete.enabled=true needs the primary key from the record key: set pk.mode (or primary.key.mode) to record_key",
+            ));
         }
         if insert_mode != InsertMode::Insert && matches!(pk_mode, PkMode::None) {
-            return Err(ConnectError::config(INSERT_MODE, "insert.mode upsert and update need a primary key: set pk.mode (or primary.key.mode) to record_key or record_value"));
+            return Err(ConnectError::config(
+                INSERT_MODE,
+                "insert.mode upsert and update need a primary key: set pk.mode (or primary.key.mode) to record_key or record_value",
+            ));
         }
         if pk_mode == PkMode::Kafka && !pk_fields.is_empty() && pk_fields.len() != 3 {
-            return Err(ConnectError::config(PK_FIELDS, "with pk.mode=kafka, pk.fields names three columns (topic, partition, offset) or none"));
+            return Err(ConnectError::config(
+                PK_FIELDS,
+                "with pk.mode=kafka, pk.fields names three columns (topic, partition, offset) or none",
+            ));
         }
         let include = list(either(&c, FIELDS_WHITELIST, FIELD_INCLUDE_LIST)?);
         let exclude = c.list(FIELD_EXCLUDE_LIST);
@@ -356,24 +379,34 @@ impl JdbcSinkConfig {
             (true, true) => FieldFilter::All,
             (false, true) => FieldFilter::Include(include),
             (true, false) => FieldFilter::Exclude(exclude),
-            (false, false) => return Err(ConnectError::config(FIELD_EXCLUDE_LIST, "an include list and field.exclude.list cannot both be set")),
+            (false, false) => {
+                return Err(ConnectError::config(FIELD_EXCLUDE_LIST, "an include list and field.exclude.list cannot both be set"))
+            }
         };
         let evolve_basic = c.string(SCHEMA_EVOLUTION).is_some_and(|s| s.eq_ignore_ascii_case("basic"));
         let quote_identifiers = match (c.string(QUOTE_SQL_IDENTIFIERS), c.string(QUOTE_IDENTIFIERS)) {
             (Some(a), Some(b)) if a.eq_ignore_ascii_case("always") != b.eq_ignore_ascii_case("true") => {
-                return Err(ConnectError::config(QUOTE_IDENTIFIERS, format!("quote.sql.identifiers={a} and quote.identifiers={b} disagree; set one of them")))
+                return Err(ConnectError::config(
+                    QUOTE_IDENTIFIERS,
+                    format!("quote.sql.identifiers={a} and quote.identifiers={b} disagree; set one of them"),
+                ))
             }
             (Some(a), _) => a.eq_ignore_ascii_case("always"),
             (None, Some(b)) => b.eq_ignore_ascii_case("true"),
             (None, None) => flavor == Flavor::Confluent,
         };
         let batch_size = match c.string(BATCH_SIZE) {
-            Some(s) => s.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| ConnectError::config(BATCH_SIZE, format!("Invalid value {s} for configuration batch.size: Value must be at least 1")))?,
+            Some(s) => s.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                ConnectError::config(BATCH_SIZE, format!("Invalid value {s} for configuration batch.size: Value must be at least 1"))
+            })?,
             None if flavor == Flavor::Debezium => DEFAULT_BATCH_SIZE_DEBEZIUM,
             None => DEFAULT_BATCH_SIZE_CONFLUENT,
         };
         let set = |k: &str| c.originals().contains_key(k);
-        let (max_retries, retry_backoff_ms) = if set(FLUSH_MAX_RETRIES) || set(FLUSH_RETRY_DELAY_MS) || (flavor == Flavor::Debezium && !set(MAX_RETRIES) && !set(RETRY_BACKOFF_MS)) {
+        let (max_retries, retry_backoff_ms) = if set(FLUSH_MAX_RETRIES)
+            || set(FLUSH_RETRY_DELAY_MS)
+            || (flavor == Flavor::Debezium && !set(MAX_RETRIES) && !set(RETRY_BACKOFF_MS))
+        {
             (c.int(FLUSH_MAX_RETRIES) as u32, c.int(FLUSH_RETRY_DELAY_MS) as u64)
         } else {
             (c.int(MAX_RETRIES) as u32, c.int(RETRY_BACKOFF_MS) as u64)
@@ -389,7 +422,8 @@ impl JdbcSinkConfig {
             batch_size,
             delete_enabled,
             truncate_enabled: c.boolean(TRUNCATE_ENABLED),
-            table_name_format: either(&c, TABLE_NAME_FORMAT, COLLECTION_NAME_FORMAT)?.unwrap_or_else(|| DEFAULT_TABLE_NAME_FORMAT.to_owned()),
+            table_name_format: either(&c, TABLE_NAME_FORMAT, COLLECTION_NAME_FORMAT)?
+                .unwrap_or_else(|| DEFAULT_TABLE_NAME_FORMAT.to_owned()),
             pk_mode,
             pk_fields,
             fields,
@@ -453,7 +487,10 @@ mod tests {
             ("delete.enabled", "true"),
         ]))
         .unwrap();
-        assert_eq!((c.insert_mode, c.pk_mode, c.batch_size, c.quote_identifiers, c.max_retries), (InsertMode::Upsert, PkMode::RecordKey, 3000, true, 10));
+        assert_eq!(
+            (c.insert_mode, c.pk_mode, c.batch_size, c.quote_identifiers, c.max_retries),
+            (InsertMode::Upsert, PkMode::RecordKey, 3000, true, 10)
+        );
         assert_eq!(format!("{:?}", c.password), "[hidden]");
         let d = JdbcSinkConfig::parse(&props(&[
             ("connector.class", "io.debezium.connector.jdbc.JdbcSinkConnector"),
@@ -467,11 +504,27 @@ mod tests {
         .unwrap();
         assert_eq!((d.batch_size, d.quote_identifiers, d.auto_create, d.auto_evolve, d.max_retries), (500, false, true, true, 5));
         assert_eq!(d.table_name_format, "${source.table}");
-        let err = JdbcSinkConfig::parse(&props(&[("connection.url", "jdbc:postgresql://h/d"), ("connection.user", "u"), ("delete.enabled", "true")])).unwrap_err();
+        let err = JdbcSinkConfig::parse(&props(&[
+            ("connection.url", "jdbc:postgresql://h/d"),
+            ("connection.user", "u"),
+            ("delete.enabled", "true"),
+        ]))
+        .unwrap_err();
         assert!(err.to_string().contains("record_key"), "{err}");
-        let err = JdbcSinkConfig::parse(&props(&[("connection.url", "jdbc:postgresql://h/d"), ("connection.user", "u"), ("hibernate.c3p0.x", "1")])).unwrap_err();
+        let err = JdbcSinkConfig::parse(&props(&[
+            ("connection.url", "jdbc:postgresql://h/d"),
+            ("connection.user", "u"),
+            ("hibernate.c3p0.x", "1"),
+        ]))
+        .unwrap_err();
         assert!(err.to_string().contains("hibernate.c3p0.x") && err.to_string().contains("not supported yet"), "{err}");
-        let err = JdbcSinkConfig::parse(&props(&[("connection.url", "jdbc:postgresql://h/d"), ("connection.user", "u"), ("pk.mode", "kafka"), ("primary.key.mode", "record_key")])).unwrap_err();
+        let err = JdbcSinkConfig::parse(&props(&[
+            ("connection.url", "jdbc:postgresql://h/d"),
+            ("connection.user", "u"),
+            ("pk.mode", "kafka"),
+            ("primary.key.mode", "record_key"),
+        ]))
+        .unwrap_err();
         assert!(err.to_string().contains("disagree"), "{err}");
     }
 }

@@ -87,7 +87,13 @@ pub fn column_type(schema: &Schema) -> Result<String, String> {
             }
             format!("{}[]", column_type(element)?)
         }
-        SchemaType::Map | SchemaType::Struct => return Err(format!("{} fields (schema {}) have no column type yet", schema.kind.json_name(), schema.name.as_deref().unwrap_or("unnamed"))),
+        SchemaType::Map | SchemaType::Struct => {
+            return Err(format!(
+                "{} fields (schema {}) have no column type yet",
+                schema.kind.json_name(),
+                schema.name.as_deref().unwrap_or("unnamed")
+            ))
+        }
     })
 }
 
@@ -114,7 +120,14 @@ pub fn cell(value: &Value, schema: &Schema) -> Result<Cell, String> {
 
 /// PostgreSQL's text input form of a non-null value.
 pub fn text(value: &Value, schema: &Schema) -> Result<String, String> {
-    let bad = || format!("a {:?} value does not fit its {} schema{}", value, schema.kind.json_name(), schema.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
+    let bad = || {
+        format!(
+            "a {:?} value does not fit its {} schema{}",
+            value,
+            schema.kind.json_name(),
+            schema.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+        )
+    };
     if let Some(scale) = schema.decimal_scale() {
         let Value::Bytes(b) = value else { return Err(bad()) };
         return Ok(decimal_text(b, scale));
@@ -242,7 +255,6 @@ pub fn decimal_text(bytes: &[u8], scale: i32) -> String {
     }
     s
 }
-
 
 fn date_text(days: i64) -> String {
     let (y, m, d) = sluice_api::text::civil_from_days(days);

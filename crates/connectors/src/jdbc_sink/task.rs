@@ -148,11 +148,13 @@ impl SinkTask for JdbcSinkTask {
             });
         }
         let durable = &self.durable;
-        let pending: Vec<SinkRecord> = records.into_iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).collect();
+        let pending: Vec<SinkRecord> =
+            records.into_iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).collect();
         let cfg = self.cfg.clone().expect("started");
         let connector = self.connector();
         for chunk in pending.chunks(cfg.batch_size) {
-            let batch = batch::build(&cfg, chunk, &mut self.topic_tables).map_err(|bad| ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)))?;
+            let batch = batch::build(&cfg, chunk, &mut self.topic_tables)
+                .map_err(|bad| ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)))?;
             let dialect = self.dialect.as_mut().expect("started");
             match dialect.write(&connector, &batch).await {
                 Ok(()) => {

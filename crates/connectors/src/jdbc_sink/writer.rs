@@ -111,7 +111,8 @@ impl PgWriter {
                     tokio::time::sleep(Duration::from_millis(self.cfg.connection_backoff_ms)).await;
                 }
                 Err(e) => {
-                    let mut err = classify(&format!("cannot connect to {}:{}/{}", self.cfg.url.host, self.cfg.url.port, self.cfg.url.dbname), e);
+                    let mut err =
+                        classify(&format!("cannot connect to {}:{}/{}", self.cfg.url.host, self.cfg.url.port, self.cfg.url.dbname), e);
                     if err.kind == ErrorKind::Data {
                         err.kind = ErrorKind::Fatal; // e.g. a wrong password or a missing database
                     }
@@ -150,9 +151,16 @@ async fn columns_of(tx: &Transaction<'_>, t: &TableName) -> Result<Vec<(String, 
 }
 
 /// Creates or evolves the table as needed; returns the target type of each batch column.
-async fn ensure_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, tb: &TableBatch) -> Result<Vec<String>, WriteError> {
+async fn ensure_table(
+    tx: &Transaction<'_>,
+    cfg: &JdbcSinkConfig,
+    cache: &mut HashMap<TableName, Vec<(String, String)>>,
+    tb: &TableBatch,
+) -> Result<Vec<String>, WriteError> {
     let data = |message: String| WriteError { kind: ErrorKind::Data, message, source: None, origin: Some(tb.first_origin) };
-    let lookup = |cols: &[(String, String)]| -> Vec<Option<String>> { tb.columns.iter().map(|c| cols.iter().find(|(n, _)| *n == c.name).map(|(_, t)| t.clone())).collect() };
+    let lookup = |cols: &[(String, String)]| -> Vec<Option<String>> {
+        tb.columns.iter().map(|c| cols.iter().find(|(n, _)| *n == c.name).map(|(_, t)| t.clone())).collect()
+    };
     if let Some(cols) = cache.get(&tb.name) {
         let types = lookup(cols);
         if types.iter().all(Option::is_some) {
@@ -160,7 +168,8 @@ async fn ensure_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Ha
         }
     }
     let mut cols = columns_of(tx, &tb.name).await?;
-    let target_types = |c: &super::batch::Column| schema::column_type(&c.schema).map_err(|e| data(format!("column {} of {}: {e}", c.name, tb.name)));
+    let target_types =
+        |c: &super::batch::Column| schema::column_type(&c.schema).map_err(|e| data(format!("column {} of {}: {e}", c.name, tb.name)));
     if cols.is_empty() {
         if !cfg.auto_create {
             return Err(data(format!("table {} does not exist; create it, or set auto.create=true (schema.evolution=basic)", tb.name)));
@@ -182,7 +191,11 @@ async fn ensure_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Ha
     if !missing.is_empty() {
         let names: Vec<&str> = missing.iter().map(|c| c.name.as_str()).collect();
         if !cfg.auto_evolve {
-            return Err(data(format!("table {} has no column {}; add it, or set auto.evolve=true (schema.evolution=basic)", tb.name, names.join(", "))));
+            return Err(data(format!(
+                "table {} has no column {}; add it, or set auto.evolve=true (schema.evolution=basic)",
+                tb.name,
+                names.join(", ")
+            )));
         }
         let mut adds = Vec::new();
         for c in &missing {
@@ -195,7 +208,11 @@ async fn ensure_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Ha
     }
     let types = lookup(&cols);
     cache.insert(tb.name.clone(), cols);
-    types.into_iter().enumerate().map(|(i, t)| t.ok_or_else(|| data(format!("column {} of {} is still missing", tb.columns[i].name, tb.name)))).collect()
+    types
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.ok_or_else(|| data(format!("column {} of {} is still missing", tb.columns[i].name, tb.name))))
+        .collect()
 }
 
 /// Appends one COPY text-format field.
@@ -262,7 +279,13 @@ async fn stage(tx: &Transaction<'_>, name: &str, columns: &[(&str, &str)], rows:
 }
 
 /// Applies one table's steps.
-async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, tb: &TableBatch, n: &mut usize) -> Result<(), WriteError> {
+async fn apply_table(
+    tx: &Transaction<'_>,
+    cfg: &JdbcSinkConfig,
+    cache: &mut HashMap<TableName, Vec<(String, String)>>,
+    tb: &TableBatch,
+    n: &mut usize,
+) -> Result<(), WriteError> {
     if tb.steps.is_empty() {
         return Ok(());
     }
@@ -272,12 +295,15 @@ async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Has
     let keys = &cols[..tb.key_len];
     let values = &cols[tb.key_len..];
     let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
-    let key_match = |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
+    let key_match =
+        |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
     let at = |e: WriteError, origin: usize| WriteError { origin: e.origin.or(Some(origin)), ..e };
     for step in &tb.steps {
         match step {
             Step::Truncate { origin } => {
-                tx.batch_execute(&format!("TRUNCATE TABLE {target}")).await.map_err(|e| at(classify(&format!("cannot truncate {}", tb.name), e), *origin))?;
+                tx.batch_execute(&format!("TRUNCATE TABLE {target}"))
+                    .await
+                    .map_err(|e| at(classify(&format!("cannot truncate {}", tb.name), e), *origin))?;
             }
             Step::Apply(seg) => {
                 if !seg.deletes.is_empty() {
@@ -298,17 +324,25 @@ async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Has
                 let first = rows[0].origin;
                 stage(tx, &name, &cols, &rows, true).await.map_err(|e| at(e, first))?;
                 let masked = rows.iter().any(|r| r.has_unchanged());
-                let keep_unchanged = |i: usize, c: &str| format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c));
+                let keep_unchanged = |i: usize, c: &str| {
+                    format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c))
+                };
                 let set_masked: Vec<String> = values.iter().enumerate().map(|(j, (c, _))| keep_unchanged(tb.key_len + j, c)).collect();
-                let select_nulling: Vec<String> =
-                    cols.iter().enumerate().map(|(i, (c, _))| format!("CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN NULL ELSE s.{} END", i + 1, quote(c))).collect();
+                let select_nulling: Vec<String> = cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (c, _))| format!("CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN NULL ELSE s.{} END", i + 1, quote(c)))
+                    .collect();
                 let mut statements = Vec::new();
                 match cfg.insert_mode {
                     InsertMode::Upsert => {
                         let conflict = if values.is_empty() {
                             "DO NOTHING".to_owned()
                         } else {
-                            format!("DO UPDATE SET {}", values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", "))
+                            format!(
+                                "DO UPDATE SET {}",
+                                values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", ")
+                            )
                         };
                         let keys_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
                         statements.push(format!(
@@ -332,7 +366,11 @@ async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Has
                     InsertMode::Insert => statements.push(format!("INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name}")),
                     InsertMode::Update => {
                         if !set_masked.is_empty() {
-                            statements.push(format!("UPDATE {target} AS t SET {} FROM {name} AS s WHERE {}", set_masked.join(", "), key_match("t", "s")));
+                            statements.push(format!(
+                                "UPDATE {target} AS t SET {} FROM {name} AS s WHERE {}",
+                                set_masked.join(", "),
+                                key_match("t", "s")
+                            ));
                         }
                     }
                 }
@@ -345,7 +383,13 @@ async fn apply_table(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut Has
     Ok(())
 }
 
-async fn apply(tx: &Transaction<'_>, cfg: &JdbcSinkConfig, cache: &mut HashMap<TableName, Vec<(String, String)>>, batch: &Batch, n: &mut usize) -> Result<(), WriteError> {
+async fn apply(
+    tx: &Transaction<'_>,
+    cfg: &JdbcSinkConfig,
+    cache: &mut HashMap<TableName, Vec<(String, String)>>,
+    batch: &Batch,
+    n: &mut usize,
+) -> Result<(), WriteError> {
     for tb in &batch.tables {
         apply_table(tx, cfg, cache, tb, n).await?;
     }

@@ -77,18 +77,22 @@ pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectErr
 pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) -> (String, ConnectError) {
     let code = e.code().cloned();
     let (key, message, retriable) = match code {
-        Some(c) if c == SqlState::INVALID_PASSWORD => {
-            (config::PASSWORD, format!("password authentication failed for user {:?}; check database.user and database.password", cfg.user), false)
-        }
+        Some(c) if c == SqlState::INVALID_PASSWORD => (
+            config::PASSWORD,
+            format!("password authentication failed for user {:?}; check database.user and database.password", cfg.user),
+            false,
+        ),
         Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
             (config::USER, format!("user {:?} may not connect to database {:?}: {}", cfg.user, cfg.dbname, db_message(&e)), false)
         }
         Some(c) if c == SqlState::INVALID_CATALOG_NAME => {
             (config::DBNAME, format!("database {:?} does not exist on {}:{}", cfg.dbname, cfg.hostname, cfg.port), false)
         }
-        Some(c) if c == SqlState::CANNOT_CONNECT_NOW || c == SqlState::ADMIN_SHUTDOWN || c == SqlState::TOO_MANY_CONNECTIONS => {
-            (config::HOSTNAME, format!("postgres at {}:{} is not accepting connections yet: {}", cfg.hostname, cfg.port, db_message(&e)), true)
-        }
+        Some(c) if c == SqlState::CANNOT_CONNECT_NOW || c == SqlState::ADMIN_SHUTDOWN || c == SqlState::TOO_MANY_CONNECTIONS => (
+            config::HOSTNAME,
+            format!("postgres at {}:{} is not accepting connections yet: {}", cfg.hostname, cfg.port, db_message(&e)),
+            true,
+        ),
         Some(_) => (config::HOSTNAME, format!("could not connect to {}:{}: {}", cfg.hostname, cfg.port, db_message(&e)), false),
         None => (config::HOSTNAME, format!("could not connect to {}:{} (is the server running?)", cfg.hostname, cfg.port), true),
     };
@@ -144,11 +148,7 @@ pub async fn tables(client: &Client, filter: &TableFilter) -> ConnectResult<Vec<
         )
         .await
         .map_err(|e| query_error("listing tables", e))?;
-    Ok(rows
-        .iter()
-        .map(|r| TableId { schema: r.get(0), table: r.get(1) })
-        .filter(|t| filter.includes(&t.schema, &t.table))
-        .collect())
+    Ok(rows.iter().map(|r| TableId { schema: r.get(0), table: r.get(1) }).filter(|t| filter.includes(&t.schema, &t.table)).collect())
 }
 
 /// Creates or updates the publication as `publication.autocreate.mode` says.

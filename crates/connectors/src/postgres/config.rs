@@ -260,7 +260,10 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
         out.push((SSLMODE.to_owned(), format!("database.sslmode={v} is not supported yet (TLS is not built in); use disable or prefer")));
     }
     if let Some(v) = value(SNAPSHOT_MODE).filter(|v| matches!(v.as_str(), "configuration_based" | "custom" | "recovery")) {
-        out.push((SNAPSHOT_MODE.to_owned(), format!("snapshot.mode={v} is not supported yet; use initial, initial_only, no_data, always or when_needed")));
+        out.push((
+            SNAPSHOT_MODE.to_owned(),
+            format!("snapshot.mode={v} is not supported yet; use initial, initial_only, no_data, always or when_needed"),
+        ));
     }
     out
 }
@@ -277,7 +280,9 @@ impl PostgresConfig {
             match op.as_str() {
                 "none" => {}
                 "c" | "u" | "d" | "t" => skipped.push(op.chars().next().expect("one char")),
-                other => return Err(ConnectError::config(SKIPPED_OPERATIONS, format!("unknown operation {other:?}; use c, u, d, t or none"))),
+                other => {
+                    return Err(ConnectError::config(SKIPPED_OPERATIONS, format!("unknown operation {other:?}; use c, u, d, t or none")))
+                }
             }
         }
         Ok(Self {
@@ -295,7 +300,12 @@ impl PostgresConfig {
                 "filtered" => AutocreateMode::Filtered,
                 _ => AutocreateMode::AllTables,
             },
-            filter: TableFilter::new(&c.list(SCHEMA_INCLUDE_LIST), &c.list(SCHEMA_EXCLUDE_LIST), &c.list(TABLE_INCLUDE_LIST), &c.list(TABLE_EXCLUDE_LIST))?,
+            filter: TableFilter::new(
+                &c.list(SCHEMA_INCLUDE_LIST),
+                &c.list(SCHEMA_EXCLUDE_LIST),
+                &c.list(TABLE_INCLUDE_LIST),
+                &c.list(TABLE_EXCLUDE_LIST),
+            )?,
             snapshot_mode: match lower(SNAPSHOT_MODE).as_str() {
                 "initial_only" => SnapshotMode::InitialOnly,
                 "no_data" | "never" => SnapshotMode::NoData,

@@ -63,7 +63,10 @@ impl Connector for PostgresConnector {
         let wal_level = client.query_one("SHOW wal_level", &[]).await.map(|r| r.get::<_, String>(0));
         if let Ok(level) = wal_level {
             if level != "logical" {
-                out.push((config::HOSTNAME.to_owned(), format!("the server runs with wal_level={level}; logical replication needs wal_level=logical")));
+                out.push((
+                    config::HOSTNAME.to_owned(),
+                    format!("the server runs with wal_level={level}; logical replication needs wal_level=logical"),
+                ));
             }
         }
         out

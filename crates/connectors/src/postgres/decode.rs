@@ -55,11 +55,29 @@ impl<'a> OldTuple<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message<'a> {
     Relation(Relation),
-    Type { oid: u32, namespace: String, name: String },
-    Insert { relation: u32, new: Vec<Datum<'a>> },
-    Update { relation: u32, old: Option<OldTuple<'a>>, new: Vec<Datum<'a>> },
-    Delete { relation: u32, old: OldTuple<'a> },
-    Truncate { relations: Vec<u32>, cascade: bool, restart_identity: bool },
+    Type {
+        oid: u32,
+        namespace: String,
+        name: String,
+    },
+    Insert {
+        relation: u32,
+        new: Vec<Datum<'a>>,
+    },
+    Update {
+        relation: u32,
+        old: Option<OldTuple<'a>>,
+        new: Vec<Datum<'a>>,
+    },
+    Delete {
+        relation: u32,
+        old: OldTuple<'a>,
+    },
+    Truncate {
+        relations: Vec<u32>,
+        cascade: bool,
+        restart_identity: bool,
+    },
     Origin,
     /// `pg_logical_emit_message` content; not turned into records.
     Emitted,

@@ -181,8 +181,9 @@ impl TableSchema {
                 Datum::Null if !col.optional => fallback(&self.value_schema.fields[values.len()].schema),
                 Datum::Null => Value::Null,
                 Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
-                Datum::Text(t) => mapping::value(&col.ty, self.modes, t)
-                    .map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?,
+                Datum::Text(t) => {
+                    mapping::value(&col.ty, self.modes, t).map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?
+                }
             });
         }
         Ok(Value::Struct(Struct::from_values(self.value_schema.clone(), values)))
@@ -240,7 +241,13 @@ impl TableSchema {
     }
 
     /// A truncate event: no key, no before/after.
-    pub fn truncate(&self, info: &SourceInfo, source_schema: &SchemaRef, partition: &SourcePartition, offset: SourceOffset) -> SourceRecord {
+    pub fn truncate(
+        &self,
+        info: &SourceInfo,
+        source_schema: &SchemaRef,
+        partition: &SourcePartition,
+        offset: SourceOffset,
+    ) -> SourceRecord {
         let mut r = self.record('t', Value::Null, Value::Null, info, source_schema, partition, offset);
         r.key = Value::Null;
         r.key_schema = None;
@@ -270,7 +277,9 @@ fn fallback(schema: &Schema) -> Value {
         SchemaType::Bytes => Value::Bytes(Vec::new()),
         SchemaType::Array => Value::Array(Vec::new()),
         SchemaType::Map => Value::Map(Vec::new()),
-        SchemaType::Struct => Value::Struct(Struct::from_values(schema.clone().into_ref(), schema.fields.iter().map(|f| fallback(&f.schema)).collect())),
+        SchemaType::Struct => {
+            Value::Struct(Struct::from_values(schema.clone().into_ref(), schema.fields.iter().map(|f| fallback(&f.schema)).collect()))
+        }
     }
 }
 

@@ -44,7 +44,10 @@ pub enum PgType {
     Float4,
     Float8,
     /// `scale`/`precision` are `None` for an unconstrained `numeric`.
-    Numeric { precision: Option<i32>, scale: Option<i32> },
+    Numeric {
+        precision: Option<i32>,
+        scale: Option<i32>,
+    },
     /// text, varchar, bpchar, name, inet, cidr, macaddr: strings without a semantic name.
     Text,
     Bytea,
@@ -53,19 +56,27 @@ pub enum PgType {
     Xml,
     Date,
     /// Fractional second digits (6 when unspecified).
-    Time { precision: i32 },
+    Time {
+        precision: i32,
+    },
     TimeTz,
-    Timestamp { precision: i32 },
+    Timestamp {
+        precision: i32,
+    },
     TimestampTz,
     /// Comma-separated labels, as Debezium's `allowed` parameter.
-    Enum { labels: String },
+    Enum {
+        labels: String,
+    },
     Array(Box<PgType>),
     /// `interval.handling.mode=numeric`: microseconds, a month being 365.25 / 12 days.
     Interval,
     /// Two fraction digits (`money.fraction.digits`' default; the C `lc_monetary`).
     Money,
     /// bit(n) and varbit(n); `length` is `n` (`i32::MAX` for an unconstrained varbit).
-    Bits { length: i32 },
+    Bits {
+        length: i32,
+    },
     /// `hstore.handling.mode=json`: a JSON object of strings.
     Hstore,
 }
@@ -701,10 +712,7 @@ mod tests {
         assert_eq!(value(&PgType::Time { precision: 6 }, M, "01:00:00.5").unwrap(), Value::Int64(3_600_500_000));
         assert_eq!(value(&PgType::Time { precision: 3 }, M, "00:00:01.5").unwrap(), Value::Int32(1500));
         assert_eq!(value(&PgType::Timestamp { precision: 6 }, M, "1970-01-01 00:00:01.000002").unwrap(), Value::Int64(1_000_002));
-        assert_eq!(
-            value(&PgType::TimestampTz, M, "2024-02-29 23:30:00.120+00").unwrap(),
-            Value::String("2024-02-29T23:30:00.12Z".into())
-        );
+        assert_eq!(value(&PgType::TimestampTz, M, "2024-02-29 23:30:00.120+00").unwrap(), Value::String("2024-02-29T23:30:00.12Z".into()));
         assert_eq!(value(&PgType::TimestampTz, M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
         assert_eq!(value(&PgType::TimeTz, M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
         for (pg, iso) in [

@@ -95,13 +95,13 @@ impl StoredOffset {
         let lsn_of = |key: &str| -> ConnectResult<Option<Lsn>> {
             match offset.get(key) {
                 None | Some(Json::Null) => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(|n| Some(Lsn(n)))
-                    .ok_or_else(|| ConnectError::fatal(format!("stored offset has a non-numeric {key}: {v}; reset the connector's offsets"))),
+                Some(v) => v.as_u64().map(|n| Some(Lsn(n))).ok_or_else(|| {
+                    ConnectError::fatal(format!("stored offset has a non-numeric {key}: {v}; reset the connector's offsets"))
+                }),
             }
         };
-        let lsn = lsn_of("lsn")?.ok_or_else(|| ConnectError::fatal(format!("stored offset {offset:?} has no lsn; reset the connector's offsets")))?;
+        let lsn = lsn_of("lsn")?
+            .ok_or_else(|| ConnectError::fatal(format!("stored offset {offset:?} has no lsn; reset the connector's offsets")))?;
         let snapshot = match offset.get("snapshot") {
             Some(Json::Bool(true)) => {
                 if offset.get("last_snapshot_record") == Some(&Json::Bool(true)) {
@@ -319,7 +319,10 @@ mod tests {
         assert_eq!(o.snapshot, SnapshotState::None);
         let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, None)).unwrap();
         assert_eq!((s.snapshot, s.resume_lsn(), s.skip(), s.snapshot_position), (SnapshotState::InProgress, Lsn(5), None, None));
-        let at = SnapshotPosition { table: TableId { schema: "public".into(), table: "t.x".into() }, after: Some(vec!["7".into(), "a'b".into()]) };
+        let at = SnapshotPosition {
+            table: TableId { schema: "public".into(), table: "t.x".into() },
+            after: Some(vec!["7".into(), "a'b".into()]),
+        };
         let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, Some(&at))).unwrap();
         assert_eq!(s.snapshot_position, Some(at.clone()));
         let no_key = SnapshotPosition { after: None, ..at.clone() };

@@ -78,7 +78,9 @@ pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(Repli
         .map_err(|e| ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e))?;
     let row = rows.into_iter().next().ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no row"))?;
     let text = |i: usize| row.get(i).and_then(|v| v.as_ref()).map(|b| String::from_utf8_lossy(b).into_owned());
-    let lsn = text(1).and_then(|s| Lsn::parse(&s).ok()).ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no consistent point"))?;
+    let lsn = text(1)
+        .and_then(|s| Lsn::parse(&s).ok())
+        .ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no consistent point"))?;
     let snapshot = text(2).ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT exported no snapshot"))?;
     tracing::info!(slot = %cfg.slot_name, %lsn, %snapshot, "created replication slot with exported snapshot");
     Ok((client, lsn, snapshot))
@@ -158,14 +160,26 @@ impl Stream {
     /// Reads events until `max` records are ready or `deadline` passes. On success `handed`
     /// is moved past every record returned; on an error it stays where it was, so the next
     /// session resends the records this call decoded and dropped.
-    pub async fn poll_batch(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Batch> {
+    pub async fn poll_batch(
+        &mut self,
+        ctx: &mut StreamContext<'_>,
+        max: usize,
+        deadline: tokio::time::Instant,
+        handed: &mut Handed,
+    ) -> ConnectResult<Batch> {
         let mut moved = *handed;
         let batch = self.read(ctx, max, deadline, &mut moved).await?;
         *handed = moved;
         Ok(batch)
     }
 
-    async fn read(&mut self, ctx: &mut StreamContext<'_>, max: usize, deadline: tokio::time::Instant, handed: &mut Handed) -> ConnectResult<Batch> {
+    async fn read(
+        &mut self,
+        ctx: &mut StreamContext<'_>,
+        max: usize,
+        deadline: tokio::time::Instant,
+        handed: &mut Handed,
+    ) -> ConnectResult<Batch> {
         let mut out = Vec::new();
         let mut idle_end = None;
         while out.len() < max {
@@ -196,7 +210,11 @@ impl Stream {
                         idle_end = Some(wal_end);
                     }
                     let hb = ctx.cfg.heartbeat_interval_ms;
-                    if hb > 0 && self.txn.is_none() && wal_end > self.heartbeat_lsn && self.last_heartbeat.elapsed() >= Duration::from_millis(hb) {
+                    if hb > 0
+                        && self.txn.is_none()
+                        && wal_end > self.heartbeat_lsn
+                        && self.last_heartbeat.elapsed() >= Duration::from_millis(hb)
+                    {
                         self.heartbeat_lsn = wal_end;
                         self.last_heartbeat = Instant::now();
                         *handed = Handed { resume: wal_end, skip: None };
@@ -220,7 +238,12 @@ impl Stream {
         for c in &rel.columns {
             let m = meta.iter().find(|m| m.name == c.name);
             let ty = ctx.resolver.resolve(ctx.catalog, c.type_oid, c.type_modifier).await?;
-            specs.push(ColumnSpec { name: c.name.clone(), ty, not_null: m.is_some_and(|m| m.not_null), pk_position: m.and_then(|m| m.pk_position) });
+            specs.push(ColumnSpec {
+                name: c.name.clone(),
+                ty,
+                not_null: m.is_some_and(|m| m.not_null),
+                pk_position: m.and_then(|m| m.pk_position),
+            });
         }
         let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema);
         tracing::debug!(table = %table.id, oid = rel.oid, "relation (re)described");
@@ -235,7 +258,14 @@ impl Stream {
             .ok_or_else(|| ConnectError::fatal(format!("change for relation {oid} before its Relation message")))
     }
 
-    async fn apply(&mut self, ctx: &mut StreamContext<'_>, msg: Message<'_>, lsn: Lsn, out: &mut Vec<SourceRecord>, handed: &mut Handed) -> ConnectResult<()> {
+    async fn apply(
+        &mut self,
+        ctx: &mut StreamContext<'_>,
+        msg: Message<'_>,
+        lsn: Lsn,
+        out: &mut Vec<SourceRecord>,
+        handed: &mut Handed,
+    ) -> ConnectResult<()> {
         if let Message::Relation(rel) = msg {
             return self.relation(ctx, rel).await;
         }
@@ -271,7 +301,8 @@ impl Stream {
                     Some(o) => t.row(o.datums())?,
                     None => Value::Null,
                 };
-                let key_changed = t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && t.key_of(&before) != t.key_of(&after);
+                let key_changed =
+                    t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && t.key_of(&before) != t.key_of(&after);
                 if key_changed {
                     // A primary key change is a delete of the old key and a create of the new one.
                     if !skipped('d') {
@@ -314,8 +345,10 @@ impl Stream {
 /// Debezium's heartbeat record: topic `__debezium-heartbeat.<prefix>`, key
 /// `{serverName}`, value `{ts_ms}`.
 fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
-    let key_schema = Schema::struct_of([("serverName", Schema::string().into_ref())]).named("io.debezium.connector.common.ServerNameKey").into_ref();
-    let value_schema = Schema::struct_of([("ts_ms", Schema::int64().into_ref())]).named("io.debezium.connector.common.Heartbeat").into_ref();
+    let key_schema =
+        Schema::struct_of([("serverName", Schema::string().into_ref())]).named("io.debezium.connector.common.ServerNameKey").into_ref();
+    let value_schema =
+        Schema::struct_of([("ts_ms", Schema::int64().into_ref())]).named("io.debezium.connector.common.Heartbeat").into_ref();
     let ts = now_ms();
     SourceRecord {
         source_partition: ctx.partition.clone(),

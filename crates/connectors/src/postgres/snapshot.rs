@@ -116,7 +116,10 @@ impl SnapshotReader {
             sql.push(';');
         }
         client.batch_execute(&sql).await.map_err(|e| catalog::query_error("starting the snapshot transaction", e))?;
-        let row = client.query_one("SELECT txid_current()", &[]).await.map_err(|e| catalog::query_error("reading the snapshot transaction id", e))?;
+        let row = client
+            .query_one("SELECT txid_current()", &[])
+            .await
+            .map_err(|e| catalog::query_error("reading the snapshot transaction id", e))?;
         let tx_id: i64 = row.get(0);
         tables.sort();
         let resumed = resume.is_some();
@@ -188,7 +191,10 @@ impl SnapshotReader {
                 }
             }
             if got == 0 {
-                self.client.batch_execute(&format!("CLOSE {cursor}")).await.map_err(|e| catalog::query_error("closing a snapshot cursor", e))?;
+                self.client
+                    .batch_execute(&format!("CLOSE {cursor}"))
+                    .await
+                    .map_err(|e| catalog::query_error("closing a snapshot cursor", e))?;
                 self.current = None;
             }
         }

@@ -73,7 +73,10 @@ impl Running {
                 )));
             }
             if s.active {
-                return Err(ConnectError::retriable(format!("replication slot {:?} is in use by another session; retrying", cfg.slot_name)));
+                return Err(ConnectError::retriable(format!(
+                    "replication slot {:?} is in use by another session; retrying",
+                    cfg.slot_name
+                )));
             }
         }
         let slot_lsn = slot.as_ref().and_then(|s| s.confirmed_flush);
@@ -111,7 +114,11 @@ impl Running {
             SnapshotMode::Initial | SnapshotMode::InitialOnly | SnapshotMode::WhenNeeded => streaming_from.is_none() || lost,
         };
         let then_stream = cfg.snapshot_mode != SnapshotMode::InitialOnly;
-        let progress = Progress::new(if lost { Lsn(0) } else { streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn).max(slot_lsn.unwrap_or(Lsn(0))) });
+        let progress = Progress::new(if lost {
+            Lsn(0)
+        } else {
+            streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn).max(slot_lsn.unwrap_or(Lsn(0)))
+        });
         let modes = Modes { decimal: cfg.decimal_mode, time: cfg.time_mode };
         let source_schema = source_schema();
         let partition = offset::partition(&cfg.topic_prefix);
@@ -121,7 +128,9 @@ impl Running {
             // its consistent point (the slot is never confirmed past it before the
             // snapshot's last record is durable).
             let resume = match (&stored, slot_lsn) {
-                (Some(o), Some(f)) if o.snapshot == SnapshotState::InProgress && f <= o.lsn => o.snapshot_position.clone().map(|p| (p, o.lsn)),
+                (Some(o), Some(f)) if o.snapshot == SnapshotState::InProgress && f <= o.lsn => {
+                    o.snapshot_position.clone().map(|p| (p, o.lsn))
+                }
                 (Some(o), _) if o.snapshot == SnapshotState::InProgress => {
                     tracing::warn!(slot = %cfg.slot_name, stored = %o.lsn, slot_lsn = ?slot_lsn, "the interrupted snapshot cannot resume (the slot is missing or past its consistent point): snapshotting from the start");
                     None
@@ -149,7 +158,8 @@ impl Running {
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
             };
-            let reader = SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
+            let reader =
+                SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
             let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
             (Phase::Snapshot { reader: Box::new(reader), _export_session: export_session, then_stream }, Handed { resume: lsn, skip })
         } else {
@@ -158,7 +168,10 @@ impl Running {
                 (None, Some(f)) => f,
                 (None, None) => catalog::create_slot(&catalog, &cfg.slot_name).await?,
             };
-            (if then_stream { Phase::Streaming } else { Phase::Done }, Handed { resume: from, skip: streaming_from.and_then(StoredOffset::skip) })
+            (
+                if then_stream { Phase::Streaming } else { Phase::Done },
+                Handed { resume: from, skip: streaming_from.and_then(StoredOffset::skip) },
+            )
         };
         Ok(Self {
             cfg,

@@ -187,47 +187,234 @@ pub enum Compatibility {
 
 pub fn def() -> ConfigDef {
     let s = |name: &str, doc: &str| ConfigKey::new(name, ConfigType::String, Importance::High, doc);
-    let long = |name: &str, default: &str, doc: &str| ConfigKey::new(name, ConfigType::Long, Importance::Medium, doc).default_value(default);
+    let long =
+        |name: &str, default: &str, doc: &str| ConfigKey::new(name, ConfigType::Long, Importance::Medium, doc).default_value(default);
     ConfigDef::new()
         .define(s(BUCKET, "The S3 bucket objects are written to.").validator(Validator::NonEmpty))
         .define(s(REGION, "The AWS region of the bucket.").default_value(DEFAULT_REGION).validator(Validator::NonEmpty))
         .define(s(STORE_URL, "A custom endpoint of an S3-compatible store (e.g. http://127.0.0.1:9000); empty for AWS.").default_value(""))
-        .define(ConfigKey::new(PATH_STYLE, ConfigType::Boolean, Importance::Low, "Path-style addressing (bucket in the path), used with store.url.").default_value("true"))
-        .define(ConfigKey::new(ACCESS_KEY_ID, ConfigType::String, Importance::High, "The AWS access key id; empty to use the default AWS credential chain.").default_value(""))
+        .define(
+            ConfigKey::new(
+                PATH_STYLE,
+                ConfigType::Boolean,
+                Importance::Low,
+                "Path-style addressing (bucket in the path), used with store.url.",
+            )
+            .default_value("true"),
+        )
+        .define(
+            ConfigKey::new(
+                ACCESS_KEY_ID,
+                ConfigType::String,
+                Importance::High,
+                "The AWS access key id; empty to use the default AWS credential chain.",
+            )
+            .default_value(""),
+        )
         .define(ConfigKey::new(SECRET_ACCESS_KEY, ConfigType::Password, Importance::High, "The AWS secret access key.").default_value(""))
         .define(
-            ConfigKey::new(PART_SIZE, ConfigType::Int, Importance::High, "Size of each part of a multipart upload; also the most bytes buffered per open object.")
-                .default_value(DEFAULT_PART_SIZE)
-                .validator(Validator::Between(MIN_PART_SIZE, i32::MAX as i64)),
+            ConfigKey::new(
+                PART_SIZE,
+                ConfigType::Int,
+                Importance::High,
+                "Size of each part of a multipart upload; also the most bytes buffered per open object.",
+            )
+            .default_value(DEFAULT_PART_SIZE)
+            .validator(Validator::Between(MIN_PART_SIZE, i32::MAX as i64)),
         )
-        .define(ConfigKey::new(PART_RETRIES, ConfigType::Int, Importance::Medium, "Retries of one S3 request (5xx, throttling, timeouts) before the batch is redelivered.").default_value(DEFAULT_PART_RETRIES).validator(Validator::AtLeast(0)))
-        .define(long(RETRY_BACKOFF_MS, DEFAULT_RETRY_BACKOFF_MS, "First backoff between retries of one S3 request; doubles each time.").validator(Validator::AtLeast(0)))
-        .define(ConfigKey::new(COMPRESSION_TYPE, ConfigType::String, Importance::Low, "Compression of JSON and byte-array objects: none or gzip.").default_value("none").validator(Validator::one_of(&["none", "gzip"])))
-        .define(ConfigKey::new(COMPRESSION_LEVEL, ConfigType::Int, Importance::Low, "gzip level, -1 for the default.").default_value("-1").validator(Validator::Between(-1, 9)))
-        .define(ConfigKey::new(STORAGE_CLASS, ConfigType::Class, Importance::High, "Must be io.confluent.connect.s3.storage.S3Storage.").default_value(STORAGE_CLASS_S3))
-        .define(ConfigKey::new(TOPICS_DIR, ConfigType::String, Importance::High, "Top-level prefix of every object.").default_value(DEFAULT_TOPICS_DIR))
-        .define(ConfigKey::new(DIRECTORY_DELIM, ConfigType::String, Importance::Low, "Directory delimiter of object names.").default_value("/").validator(Validator::NonEmpty))
-        .define(ConfigKey::new(FILE_DELIM, ConfigType::String, Importance::Low, "Delimiter between topic, partition and start offset in file names.").default_value("+").validator(Validator::NonEmpty))
-        .define(ConfigKey::new(FLUSH_SIZE, ConfigType::Int, Importance::High, "Records per object before it is uploaded.").validator(Validator::AtLeast(1)))
-        .define(long(ROTATE_INTERVAL_MS, "-1", "Largest span of record time (by the partitioner's timestamp extractor) in one object; -1 disables."))
-        .define(long(ROTATE_SCHEDULE_INTERVAL_MS, "-1", "Wall-clock interval after which open objects are uploaded; -1 disables. Not deterministic: see the docs."))
-        .define(ConfigKey::new(FORMAT_CLASS, ConfigType::Class, Importance::High, "The object format: JsonFormat, AvroFormat, ParquetFormat or ByteArrayFormat.").validator(Validator::NonEmpty))
-        .define(ConfigKey::new(PARQUET_CODEC, ConfigType::String, Importance::Low, "Parquet compression: none, snappy, gzip or zstd.").default_value("snappy").validator(Validator::one_of(&["none", "uncompressed", "snappy", "gzip", "zstd", "lz4", "lzo", "brotli"])))
-        .define(ConfigKey::new(AVRO_CODEC, ConfigType::String, Importance::Low, "Avro container codec: null, deflate or snappy.").default_value("null").validator(Validator::one_of(&["null", "deflate", "snappy", "bzip2", "xz", "zstandard"])))
-        .define(ConfigKey::new(JSON_DECIMAL_FORMAT, ConfigType::String, Importance::Low, "Decimals in JSON: BASE64 (of the unscaled bytes) or NUMERIC.").default_value("BASE64").validator(Validator::one_of(&["BASE64", "NUMERIC"])))
-        .define(ConfigKey::new(BYTEARRAY_EXTENSION, ConfigType::String, Importance::Low, "Extension of ByteArrayFormat objects.").default_value(".bin"))
-        .define(ConfigKey::new(BYTEARRAY_SEPARATOR, ConfigType::String, Importance::Low, "Written after each record by ByteArrayFormat (escapes \\n, \\r, \\t understood).").default_value("\\n"))
-        .define(ConfigKey::new(PARTITIONER_CLASS, ConfigType::Class, Importance::High, "DefaultPartitioner, FieldPartitioner, TimeBasedPartitioner, DailyPartitioner or HourlyPartitioner.").default_value(DEFAULT_PARTITIONER))
-        .define(ConfigKey::new(PARTITION_FIELD_NAME, ConfigType::List, Importance::Medium, "Value fields whose values name the directories (FieldPartitioner).").default_value(""))
+        .define(
+            ConfigKey::new(
+                PART_RETRIES,
+                ConfigType::Int,
+                Importance::Medium,
+                "Retries of one S3 request (5xx, throttling, timeouts) before the batch is redelivered.",
+            )
+            .default_value(DEFAULT_PART_RETRIES)
+            .validator(Validator::AtLeast(0)),
+        )
+        .define(
+            long(RETRY_BACKOFF_MS, DEFAULT_RETRY_BACKOFF_MS, "First backoff between retries of one S3 request; doubles each time.")
+                .validator(Validator::AtLeast(0)),
+        )
+        .define(
+            ConfigKey::new(
+                COMPRESSION_TYPE,
+                ConfigType::String,
+                Importance::Low,
+                "Compression of JSON and byte-array objects: none or gzip.",
+            )
+            .default_value("none")
+            .validator(Validator::one_of(&["none", "gzip"])),
+        )
+        .define(
+            ConfigKey::new(COMPRESSION_LEVEL, ConfigType::Int, Importance::Low, "gzip level, -1 for the default.")
+                .default_value("-1")
+                .validator(Validator::Between(-1, 9)),
+        )
+        .define(
+            ConfigKey::new(STORAGE_CLASS, ConfigType::Class, Importance::High, "Must be io.confluent.connect.s3.storage.S3Storage.")
+                .default_value(STORAGE_CLASS_S3),
+        )
+        .define(
+            ConfigKey::new(TOPICS_DIR, ConfigType::String, Importance::High, "Top-level prefix of every object.")
+                .default_value(DEFAULT_TOPICS_DIR),
+        )
+        .define(
+            ConfigKey::new(DIRECTORY_DELIM, ConfigType::String, Importance::Low, "Directory delimiter of object names.")
+                .default_value("/")
+                .validator(Validator::NonEmpty),
+        )
+        .define(
+            ConfigKey::new(
+                FILE_DELIM,
+                ConfigType::String,
+                Importance::Low,
+                "Delimiter between topic, partition and start offset in file names.",
+            )
+            .default_value("+")
+            .validator(Validator::NonEmpty),
+        )
+        .define(
+            ConfigKey::new(FLUSH_SIZE, ConfigType::Int, Importance::High, "Records per object before it is uploaded.")
+                .validator(Validator::AtLeast(1)),
+        )
+        .define(long(
+            ROTATE_INTERVAL_MS,
+            "-1",
+            "Largest span of record time (by the partitioner's timestamp extractor) in one object; -1 disables.",
+        ))
+        .define(long(
+            ROTATE_SCHEDULE_INTERVAL_MS,
+            "-1",
+            "Wall-clock interval after which open objects are uploaded; -1 disables. Not deterministic: see the docs.",
+        ))
+        .define(
+            ConfigKey::new(
+                FORMAT_CLASS,
+                ConfigType::Class,
+                Importance::High,
+                "The object format: JsonFormat, AvroFormat, ParquetFormat or ByteArrayFormat.",
+            )
+            .validator(Validator::NonEmpty),
+        )
+        .define(
+            ConfigKey::new(PARQUET_CODEC, ConfigType::String, Importance::Low, "Parquet compression: none, snappy, gzip or zstd.")
+                .default_value("snappy")
+                .validator(Validator::one_of(&["none", "uncompressed", "snappy", "gzip", "zstd", "lz4", "lzo", "brotli"])),
+        )
+        .define(
+            ConfigKey::new(AVRO_CODEC, ConfigType::String, Importance::Low, "Avro container codec: null, deflate or snappy.")
+                .default_value("null")
+                .validator(Validator::one_of(&["null", "deflate", "snappy", "bzip2", "xz", "zstandard"])),
+        )
+        .define(
+            ConfigKey::new(
+                JSON_DECIMAL_FORMAT,
+                ConfigType::String,
+                Importance::Low,
+                "Decimals in JSON: BASE64 (of the unscaled bytes) or NUMERIC.",
+            )
+            .default_value("BASE64")
+            .validator(Validator::one_of(&["BASE64", "NUMERIC"])),
+        )
+        .define(
+            ConfigKey::new(BYTEARRAY_EXTENSION, ConfigType::String, Importance::Low, "Extension of ByteArrayFormat objects.")
+                .default_value(".bin"),
+        )
+        .define(
+            ConfigKey::new(
+                BYTEARRAY_SEPARATOR,
+                ConfigType::String,
+                Importance::Low,
+                "Written after each record by ByteArrayFormat (escapes \\n, \\r, \\t understood).",
+            )
+            .default_value("\\n"),
+        )
+        .define(
+            ConfigKey::new(
+                PARTITIONER_CLASS,
+                ConfigType::Class,
+                Importance::High,
+                "DefaultPartitioner, FieldPartitioner, TimeBasedPartitioner, DailyPartitioner or HourlyPartitioner.",
+            )
+            .default_value(DEFAULT_PARTITIONER),
+        )
+        .define(
+            ConfigKey::new(
+                PARTITION_FIELD_NAME,
+                ConfigType::List,
+                Importance::Medium,
+                "Value fields whose values name the directories (FieldPartitioner).",
+            )
+            .default_value(""),
+        )
         .define(long(PARTITION_DURATION_MS, "-1", "Width of one time partition (TimeBasedPartitioner)."))
-        .define(ConfigKey::new(PATH_FORMAT, ConfigType::String, Importance::Medium, "Joda-style pattern of the time partition directories, e.g. 'year'=YYYY/'month'=MM/'day'=dd.").default_value(""))
-        .define(ConfigKey::new(LOCALE, ConfigType::String, Importance::Medium, "Locale of path.format (month and day names are English).").default_value(""))
-        .define(ConfigKey::new(TIMEZONE, ConfigType::String, Importance::Medium, "Time zone of the time partitions and of scheduled rotation, e.g. UTC.").default_value(""))
-        .define(ConfigKey::new(TIMESTAMP_EXTRACTOR, ConfigType::String, Importance::Medium, "Where the time of a record comes from: Record, RecordField or Wallclock.").default_value("Wallclock").validator(Validator::one_of(&["Record", "RecordField", "Wallclock"])))
-        .define(ConfigKey::new(TIMESTAMP_FIELD, ConfigType::String, Importance::Medium, "The value field (dotted path) read by the RecordField extractor.").default_value("timestamp"))
-        .define(ConfigKey::new(BEHAVIOR_ON_NULL_VALUES, ConfigType::String, Importance::Low, "Records with a null value: fail, ignore, or write (JSON and byte-array formats).").default_value("fail").validator(Validator::one_of(&["fail", "ignore", "write"])))
-        .define(ConfigKey::new(SCHEMA_COMPATIBILITY, ConfigType::String, Importance::Low, "When a new value schema starts a new object: NONE (any change), BACKWARD, FORWARD, FULL (by schema version).").default_value("NONE").validator(Validator::one_of(&["NONE", "BACKWARD", "FORWARD", "FULL"])))
-        .define(ConfigKey::new(ZERO_PAD_WIDTH, ConfigType::Int, Importance::Low, "Digits of the start offset in object names.").default_value(DEFAULT_ZERO_PAD_WIDTH).validator(Validator::AtLeast(1)))
+        .define(
+            ConfigKey::new(
+                PATH_FORMAT,
+                ConfigType::String,
+                Importance::Medium,
+                "Joda-style pattern of the time partition directories, e.g. 'year'=YYYY/'month'=MM/'day'=dd.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(LOCALE, ConfigType::String, Importance::Medium, "Locale of path.format (month and day names are English).")
+                .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                TIMEZONE,
+                ConfigType::String,
+                Importance::Medium,
+                "Time zone of the time partitions and of scheduled rotation, e.g. UTC.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                TIMESTAMP_EXTRACTOR,
+                ConfigType::String,
+                Importance::Medium,
+                "Where the time of a record comes from: Record, RecordField or Wallclock.",
+            )
+            .default_value("Wallclock")
+            .validator(Validator::one_of(&["Record", "RecordField", "Wallclock"])),
+        )
+        .define(
+            ConfigKey::new(
+                TIMESTAMP_FIELD,
+                ConfigType::String,
+                Importance::Medium,
+                "The value field (dotted path) read by the RecordField extractor.",
+            )
+            .default_value("timestamp"),
+        )
+        .define(
+            ConfigKey::new(
+                BEHAVIOR_ON_NULL_VALUES,
+                ConfigType::String,
+                Importance::Low,
+                "Records with a null value: fail, ignore, or write (JSON and byte-array formats).",
+            )
+            .default_value("fail")
+            .validator(Validator::one_of(&["fail", "ignore", "write"])),
+        )
+        .define(
+            ConfigKey::new(
+                SCHEMA_COMPATIBILITY,
+                ConfigType::String,
+                Importance::Low,
+                "When a new value schema starts a new object: NONE (any change), BACKWARD, FORWARD, FULL (by schema version).",
+            )
+            .default_value("NONE")
+            .validator(Validator::one_of(&["NONE", "BACKWARD", "FORWARD", "FULL"])),
+        )
+        .define(
+            ConfigKey::new(ZERO_PAD_WIDTH, ConfigType::Int, Importance::Low, "Digits of the start offset in object names.")
+                .default_value(DEFAULT_ZERO_PAD_WIDTH)
+                .validator(Validator::AtLeast(1)),
+        )
 }
 
 /// The typed configuration of the connector and of each task.
@@ -276,11 +463,17 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     let value = |k: &str| props.get(k).map(|v| v.trim().to_owned());
     if let Some(v) = value(FORMAT_CLASS) {
         if !matches!(short(&v), "JsonFormat" | "AvroFormat" | "ParquetFormat" | "ByteArrayFormat") {
-            out.push((FORMAT_CLASS.to_owned(), format!("format.class={v} is not supported yet; use {JSON_FORMAT}, {AVRO_FORMAT}, {PARQUET_FORMAT} or {BYTEARRAY_FORMAT}")));
+            out.push((
+                FORMAT_CLASS.to_owned(),
+                format!("format.class={v} is not supported yet; use {JSON_FORMAT}, {AVRO_FORMAT}, {PARQUET_FORMAT} or {BYTEARRAY_FORMAT}"),
+            ));
         }
     }
     if let Some(v) = value(PARTITIONER_CLASS) {
-        if !matches!(short(&v), "DefaultPartitioner" | "FieldPartitioner" | "TimeBasedPartitioner" | "DailyPartitioner" | "HourlyPartitioner") {
+        if !matches!(
+            short(&v),
+            "DefaultPartitioner" | "FieldPartitioner" | "TimeBasedPartitioner" | "DailyPartitioner" | "HourlyPartitioner"
+        ) {
             out.push((PARTITIONER_CLASS.to_owned(), format!("partitioner.class={v} is not supported yet; use DefaultPartitioner, FieldPartitioner, TimeBasedPartitioner, DailyPartitioner or HourlyPartitioner")));
         }
     }
@@ -326,12 +519,18 @@ impl S3SinkConfig {
             _ => Format::ByteArray { gzip },
         };
         if gzip && !matches!(format, Format::Json { .. } | Format::ByteArray { .. }) {
-            return Err(ConnectError::config(COMPRESSION_TYPE, "s3.compression.type=gzip applies to JsonFormat and ByteArrayFormat only; use parquet.codec or avro.codec"));
+            return Err(ConnectError::config(
+                COMPRESSION_TYPE,
+                "s3.compression.type=gzip applies to JsonFormat and ByteArrayFormat only; use parquet.codec or avro.codec",
+            ));
         }
         let timezone = c.string(TIMEZONE);
         if let Some(tz) = &timezone {
             if jiff::tz::TimeZone::get(tz).is_err() {
-                return Err(ConnectError::config(TIMEZONE, format!("unknown time zone {tz:?}; use an IANA name such as UTC or Europe/Paris")));
+                return Err(ConnectError::config(
+                    TIMEZONE,
+                    format!("unknown time zone {tz:?}; use an IANA name such as UTC or Europe/Paris"),
+                ));
             }
         }
         let partitioner_class = c.string(PARTITIONER_CLASS).unwrap_or_default();
@@ -351,11 +550,17 @@ impl S3SinkConfig {
                     _ => {
                         let d = c.int(PARTITION_DURATION_MS);
                         if d <= 0 {
-                            return Err(ConnectError::config(PARTITION_DURATION_MS, "TimeBasedPartitioner needs a positive partition.duration.ms"));
+                            return Err(ConnectError::config(
+                                PARTITION_DURATION_MS,
+                                "TimeBasedPartitioner needs a positive partition.duration.ms",
+                            ));
                         }
                         let f = c.string(PATH_FORMAT).unwrap_or_default();
                         if f.is_empty() {
-                            return Err(ConnectError::config(PATH_FORMAT, "TimeBasedPartitioner needs path.format, e.g. 'year'=YYYY/'month'=MM/'day'=dd"));
+                            return Err(ConnectError::config(
+                                PATH_FORMAT,
+                                "TimeBasedPartitioner needs path.format, e.g. 'year'=YYYY/'month'=MM/'day'=dd",
+                            ));
                         }
                         (d, f)
                     }
@@ -377,7 +582,10 @@ impl S3SinkConfig {
         };
         let rotate_schedule_interval_ms = positive(ROTATE_SCHEDULE_INTERVAL_MS);
         if rotate_schedule_interval_ms.is_some() && timezone.is_none() {
-            return Err(ConnectError::config(TIMEZONE, "Timezone cannot be empty when using scheduled file rotation (rotate.schedule.interval.ms)"));
+            return Err(ConnectError::config(
+                TIMEZONE,
+                "Timezone cannot be empty when using scheduled file rotation (rotate.schedule.interval.ms)",
+            ));
         }
         let null_values = match lower(BEHAVIOR_ON_NULL_VALUES).as_str() {
             "ignore" => NullValues::Ignore,
@@ -385,12 +593,18 @@ impl S3SinkConfig {
             _ => NullValues::Fail,
         };
         if null_values == NullValues::Write && !matches!(format, Format::Json { .. } | Format::ByteArray { .. }) {
-            return Err(ConnectError::config(BEHAVIOR_ON_NULL_VALUES, "behavior.on.null.values=write is not supported yet with Avro or Parquet (a null row has no schema); use ignore or fail"));
+            return Err(ConnectError::config(
+                BEHAVIOR_ON_NULL_VALUES,
+                "behavior.on.null.values=write is not supported yet with Avro or Parquet (a null row has no schema); use ignore or fail",
+            ));
         }
         let access_key_id = c.string(ACCESS_KEY_ID);
         let secret_access_key = c.password(SECRET_ACCESS_KEY).unwrap_or_default();
         if access_key_id.is_some() == secret_access_key.expose().is_empty() {
-            return Err(ConnectError::config(ACCESS_KEY_ID, "set both aws.access.key.id and aws.secret.access.key, or neither (to use the default AWS credential chain)"));
+            return Err(ConnectError::config(
+                ACCESS_KEY_ID,
+                "set both aws.access.key.id and aws.secret.access.key, or neither (to use the default AWS credential chain)",
+            ));
         }
         let level = c.int(COMPRESSION_LEVEL);
         Ok(Self {
@@ -490,13 +704,20 @@ mod tests {
         assert!(err.contains("s3.part.size"), "{err}");
         let err = S3SinkConfig::parse(&props(&[("aws.access.key.id", "x")])).unwrap_err().to_string();
         assert!(err.contains("aws.secret.access.key"), "{err}");
-        let err = S3SinkConfig::parse(&props(&[("format.class", AVRO_FORMAT), ("behavior.on.null.values", "write")])).unwrap_err().to_string();
+        let err =
+            S3SinkConfig::parse(&props(&[("format.class", AVRO_FORMAT), ("behavior.on.null.values", "write")])).unwrap_err().to_string();
         assert!(err.contains("not supported yet"), "{err}");
     }
 
     #[test]
     fn daily_partitioner_fills_in_its_format() {
-        let c = S3SinkConfig::parse(&props(&[("partitioner.class", DAILY_PARTITIONER), ("locale", "en-US"), ("timezone", "UTC"), ("timestamp.extractor", "Record")])).unwrap();
+        let c = S3SinkConfig::parse(&props(&[
+            ("partitioner.class", DAILY_PARTITIONER),
+            ("locale", "en-US"),
+            ("timezone", "UTC"),
+            ("timestamp.extractor", "Record"),
+        ]))
+        .unwrap();
         let PartitionerKind::TimeBased(t) = c.partitioner else { panic!() };
         assert_eq!(t.duration_ms, 86_400_000);
         assert_eq!(t.extractor, TimestampExtractor::Record);

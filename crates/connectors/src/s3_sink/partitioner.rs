@@ -27,7 +27,8 @@ enum Piece {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathFormat(Vec<Piece>);
 
-const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS: [&str; 12] =
+    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
 impl PathFormat {
@@ -44,7 +45,10 @@ impl PathFormat {
                     i += 2;
                     continue;
                 }
-                let end = chars[i + 1..].iter().position(|c| *c == '\'').ok_or_else(|| format!("unterminated quote in path.format {pattern:?}"))?;
+                let end = chars[i + 1..]
+                    .iter()
+                    .position(|c| *c == '\'')
+                    .ok_or_else(|| format!("unterminated quote in path.format {pattern:?}"))?;
                 lit.extend(&chars[i + 1..i + 1 + end]);
                 i += end + 2;
             } else if c.is_ascii_alphabetic() {
@@ -142,7 +146,10 @@ impl Partitioner {
         Ok(Some(match &t.cfg.extractor {
             TimestampExtractor::Wallclock => now_ms,
             TimestampExtractor::Record => r.timestamp.ok_or_else(|| {
-                ConnectError::fatal(format!("record {}-{} offset {} has no timestamp for timestamp.extractor=Record", r.topic, r.partition, r.offset))
+                ConnectError::fatal(format!(
+                    "record {}-{} offset {} has no timestamp for timestamp.extractor=Record",
+                    r.topic, r.partition, r.offset
+                ))
             })?,
             TimestampExtractor::RecordField(path) => field_timestamp(r, path)?,
         }))
@@ -156,7 +163,10 @@ impl Partitioner {
                 let mut parts = Vec::with_capacity(fields.len());
                 for f in fields {
                     let v = lookup(&r.value, f).ok_or_else(|| {
-                        ConnectError::fatal(format!("record {}-{} offset {} has no field {f:?} for partition.field.name", r.topic, r.partition, r.offset))
+                        ConnectError::fatal(format!(
+                            "record {}-{} offset {} has no field {f:?} for partition.field.name",
+                            r.topic, r.partition, r.offset
+                        ))
                     })?;
                     let s = match v {
                         Value::String(s) => s.clone(),
@@ -207,7 +217,9 @@ fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 fn field_timestamp(r: &SinkRecord, path: &str) -> ConnectResult<i64> {
-    let bad = |what: String| ConnectError::fatal(format!("record {}-{} offset {}: {what} (timestamp.field={path})", r.topic, r.partition, r.offset));
+    let bad = |what: String| {
+        ConnectError::fatal(format!("record {}-{} offset {}: {what} (timestamp.field={path})", r.topic, r.partition, r.offset))
+    };
     match lookup(&r.value, path) {
         None | Some(Value::Null) => Err(bad("the timestamp field is missing or null".to_owned())),
         Some(v) if v.as_i64().is_some() => Ok(v.as_i64().unwrap_or_default()),

@@ -47,7 +47,8 @@ impl Store {
             .with_max_attempts(cfg.part_retries + 1)
             .with_initial_backoff(Duration::from_millis(cfg.retry_backoff_ms.max(1)))
             .with_max_backoff(Duration::from_secs(20));
-        let timeouts = TimeoutConfig::builder().connect_timeout(Duration::from_secs(5)).operation_attempt_timeout(Duration::from_secs(120)).build();
+        let timeouts =
+            TimeoutConfig::builder().connect_timeout(Duration::from_secs(5)).operation_attempt_timeout(Duration::from_secs(120)).build();
         let mut conf = aws_sdk_s3::config::Builder::from(&sdk).retry_config(retry).timeout_config(timeouts);
         if let Some(url) = &cfg.store_url {
             // Third-party stores: path-style addressing, and checksums only where S3 requires
@@ -77,7 +78,16 @@ impl Store {
         let mut aborted = 0;
         let (mut key_marker, mut id_marker) = (None, None);
         loop {
-            let page = match self.client.list_multipart_uploads().bucket(&self.bucket).prefix(prefix).set_key_marker(key_marker).set_upload_id_marker(id_marker).send().await {
+            let page = match self
+                .client
+                .list_multipart_uploads()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_key_marker(key_marker)
+                .set_upload_id_marker(id_marker)
+                .send()
+                .await
+            {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(prefix, error = %sluice_api::error::trace_of(&e), "could not list unfinished multipart uploads; leaving them to a bucket lifecycle rule");
@@ -91,7 +101,9 @@ impl Store {
                 }
                 match self.client.abort_multipart_upload().bucket(&self.bucket).key(key).upload_id(id).send().await {
                     Ok(_) => aborted += 1,
-                    Err(e) => tracing::warn!(key, error = %sluice_api::error::trace_of(&e), "could not abort an unfinished multipart upload"),
+                    Err(e) => {
+                        tracing::warn!(key, error = %sluice_api::error::trace_of(&e), "could not abort an unfinished multipart upload")
+                    }
                 }
             }
             if page.is_truncated() != Some(true) {
@@ -116,7 +128,9 @@ impl Store {
             None => format!("s3://{}", self.bucket),
         };
         let (status, code, message) = match &err {
-            SdkError::ServiceError(se) => (Some(se.raw().status().as_u16()), se.err().code().map(str::to_owned), se.err().message().map(str::to_owned)),
+            SdkError::ServiceError(se) => {
+                (Some(se.raw().status().as_u16()), se.err().code().map(str::to_owned), se.err().message().map(str::to_owned))
+            }
             SdkError::ResponseError(r) => (Some(r.raw().status().as_u16()), None, None),
             _ => (None, None, None),
         };
@@ -128,7 +142,10 @@ impl Store {
         };
         let code = code.unwrap_or_default();
         if code == "NoSuchBucket" || (status == Some(404) && key.is_none()) {
-            return ConnectError::fatal_from(format!("{what} failed: the bucket {:?} does not exist ({detail}); create it or fix s3.bucket.name", self.bucket), err);
+            return ConnectError::fatal_from(
+                format!("{what} failed: the bucket {:?} does not exist ({detail}); create it or fix s3.bucket.name", self.bucket),
+                err,
+            );
         }
         match (status, code.as_str()) {
             (_, "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "AccessDenied" | "InvalidToken" | "ExpiredToken" | "AuthorizationHeaderMalformed")
@@ -184,7 +201,9 @@ impl Upload {
                     .send()
                     .await
                     .map_err(|e| store.classify("starting a multipart upload", Some(&self.key), e))?;
-                let id = out.upload_id.ok_or_else(|| ConnectError::retriable(format!("the store started a multipart upload of {} without an upload id", self.key)))?;
+                let id = out.upload_id.ok_or_else(|| {
+                    ConnectError::retriable(format!("the store started a multipart upload of {} without an upload id", self.key))
+                })?;
                 self.upload_id = Some(id.clone());
                 id
             }
@@ -229,7 +248,15 @@ impl Upload {
             self.send_part(store, len).await?;
         }
         let done = CompletedMultipartUpload::builder().set_parts(Some(self.parts.clone())).build();
-        let res = store.client.complete_multipart_upload().bucket(&store.bucket).key(&self.key).upload_id(&id).multipart_upload(done).send().await;
+        let res = store
+            .client
+            .complete_multipart_upload()
+            .bucket(&store.bucket)
+            .key(&self.key)
+            .upload_id(&id)
+            .multipart_upload(done)
+            .send()
+            .await;
         match res {
             Ok(_) => {}
             // A retry after a lost answer: the first attempt completed it.

@@ -33,7 +33,9 @@ impl SinkTask for S3SinkTask {
         match store.check_bucket().await {
             Ok(()) => {}
             // Unreachable store: start anyway; writes retry until it answers.
-            Err(e) if e.is_retriable() => tracing::warn!(bucket = %cfg.bucket, error = %e.trace(), "the store did not answer at start; writes will retry"),
+            Err(e) if e.is_retriable() => {
+                tracing::warn!(bucket = %cfg.bucket, error = %e.trace(), "the store did not answer at start; writes will retry")
+            }
             Err(e) => return Err(e),
         }
         let partitioner = Partitioner::new(&cfg.partitioner, &cfg.directory_delim)?;

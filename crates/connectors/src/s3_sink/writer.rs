@@ -259,7 +259,9 @@ pub fn should_change_schema(c: Compatibility, new: Option<&SchemaRef>, current: 
     let (Some(n), Some(cur)) = (new, current) else { return Ok(true) };
     let (Some(nv), Some(cv)) = (n.version, cur.version) else {
         let name = format!("{c:?}").to_ascii_uppercase();
-        return Err(ConnectError::fatal(format!("schema.compatibility={name} needs versioned value schemas (a schema version on every record); set schema.compatibility=NONE")));
+        return Err(ConnectError::fatal(format!(
+            "schema.compatibility={name} needs versioned value schemas (a schema version on every record); set schema.compatibility=NONE"
+        )));
     };
     Ok(match c {
         Compatibility::Backward | Compatibility::Full => nv > cv,
@@ -303,7 +305,9 @@ mod tests {
     #[test]
     fn schema_changes_by_compatibility() {
         let v1 = Schema::struct_of([("a", Schema::int32().into_ref())]).with_version(1).into_ref();
-        let v2 = Schema::struct_of([("a", Schema::int32().into_ref()), ("b", Schema::string().optional().into_ref())]).with_version(2).into_ref();
+        let v2 = Schema::struct_of([("a", Schema::int32().into_ref()), ("b", Schema::string().optional().into_ref())])
+            .with_version(2)
+            .into_ref();
         assert!(!should_change_schema(Compatibility::None, Some(&v1), Some(&v1)).unwrap());
         assert!(should_change_schema(Compatibility::None, Some(&v2), Some(&v1)).unwrap());
         assert!(should_change_schema(Compatibility::Backward, Some(&v2), Some(&v1)).unwrap());

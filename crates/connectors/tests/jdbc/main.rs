@@ -41,7 +41,14 @@ impl Pg {
     }
 
     async fn client(&self) -> tokio_postgres::Client {
-        let (client, conn) = tokio_postgres::Config::new().host("127.0.0.1").port(self.port).user("postgres").dbname("postgres").connect(tokio_postgres::NoTls).await.expect("connect");
+        let (client, conn) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(self.port)
+            .user("postgres")
+            .dbname("postgres")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("connect");
         tokio::spawn(conn);
         client
     }
@@ -118,7 +125,12 @@ impl Events {
     }
 
     fn record(&mut self, op: &str, id: Option<i32>, before: Value, after: Value) -> SinkRecord {
-        let source = Schema::struct_of([("db", Schema::string().into_ref()), ("schema", Schema::string().into_ref()), ("table", Schema::string().into_ref())]).into_ref();
+        let source = Schema::struct_of([
+            ("db", Schema::string().into_ref()),
+            ("schema", Schema::string().into_ref()),
+            ("table", Schema::string().into_ref()),
+        ])
+        .into_ref();
         let env = Schema::struct_of([
             ("before", self.row_schema()),
             ("after", self.row_schema()),
@@ -209,12 +221,24 @@ async fn envelope_semantics_collapse_and_toast() {
         vec!["1:one:BBB:0", "3:three:b3:0", "4:four:b4:1"]
     );
     // Batch 2: TOASTed column unchanged keeps the value; three updates of key 3 are one.
-    t.put(vec![e.upsert("u", 1, "uno", PLACEHOLDER, 1), e.upsert("u", 3, "a", "b3", 1), e.upsert("u", 3, "b", "b3", 2), e.upsert("u", 3, "c", PLACEHOLDER, 3)])
-        .await
-        .unwrap();
-    assert_eq!(rows(&db, "SELECT id || ':' || name || ':' || length(big) || ':' || n FROM items ORDER BY id").await, vec!["1:uno:10000:1", "3:c:2:3", "4:four:2:1"]);
+    t.put(vec![
+        e.upsert("u", 1, "uno", PLACEHOLDER, 1),
+        e.upsert("u", 3, "a", "b3", 1),
+        e.upsert("u", 3, "b", "b3", 2),
+        e.upsert("u", 3, "c", PLACEHOLDER, 3),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        rows(&db, "SELECT id || ':' || name || ':' || length(big) || ':' || n FROM items ORDER BY id").await,
+        vec!["1:uno:10000:1", "3:c:2:3", "4:four:2:1"]
+    );
     assert_eq!(rows(&db, "SELECT id || ':' || updates FROM items_updates ORDER BY id").await, vec!["1:1", "3:1"]);
-    assert!(rows(&db, "SELECT count(*)::text FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'").await == vec!["0"]);
+    assert!(
+        rows(&db, "SELECT count(*)::text FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'")
+            .await
+            == vec!["0"]
+    );
     // Batch 3: delete then re-insert of one key, a truncate, then a new row.
     t.put(vec![e.delete(4), e.upsert("c", 4, "again", "b", 0)]).await.unwrap();
     assert_eq!(rows(&db, "SELECT name FROM items WHERE id = 4").await, vec!["again"]);
@@ -238,7 +262,10 @@ async fn auto_create_types_and_evolve() {
     t.put(vec![e.upsert("c", 2, "two", "b", 2), e.upsert("u", 1, "one", PLACEHOLDER, 3)]).await.unwrap();
     assert_eq!(rows(&db, "SELECT id || ':' || coalesce(extra, '-') || ':' || big FROM items ORDER BY id").await, vec!["1:x1:b", "2:x2:b"]);
     // Logical types, in a flat record (as after an unwrap transform).
-    let vsd = Schema::struct_of([("scale", Schema::int32().into_ref()), ("value", Schema::bytes().into_ref())]).named("io.debezium.data.VariableScaleDecimal").optional().into_ref();
+    let vsd = Schema::struct_of([("scale", Schema::int32().into_ref()), ("value", Schema::bytes().into_ref())])
+        .named("io.debezium.data.VariableScaleDecimal")
+        .optional()
+        .into_ref();
     let s = |x: Schema| x.optional().into_ref();
     let schema = Schema::struct_of([
         ("id", Schema::int64().into_ref()),
@@ -287,7 +314,10 @@ async fn auto_create_types_and_evolve() {
     let types = rows(&db, "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'typed'").await;
     assert_eq!(types[0], "id bigint, price numeric, vsd numeric, ts timestamp without time zone, tz timestamp with time zone, d date, tm time without time zone, doc jsonb, uid uuid, tags ARRAY, raw bytea, ok boolean, f double precision");
     let got = rows(&db, "SELECT concat_ws('|', price, vsd, ts, tz, d, tm, doc, uid, tags, raw, ok, f) FROM typed").await;
-    assert_eq!(got[0], r#"123.45|-0.123|2023-11-14 22:13:20.123456|2024-02-29 23:30:00.12+00|2024-02-29|01:00:00.5|{"a": [1, "x\ty"]}|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{a,NULL,"b \"c\""}|\x0001ff|t|1.5"#);
+    assert_eq!(
+        got[0],
+        r#"123.45|-0.123|2023-11-14 22:13:20.123456|2024-02-29 23:30:00.12+00|2024-02-29|01:00:00.5|{"a": [1, "x\ty"]}|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{a,NULL,"b \"c\""}|\x0001ff|t|1.5"#
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,7 +345,10 @@ async fn offsets_in_the_target_make_restarts_exact() {
     // The runtime may still redeliver from its own (older) position: nothing applies twice.
     t.put(all[..30].to_vec()).await.unwrap();
     t.put(all[20..].to_vec()).await.unwrap();
-    assert_eq!(rows(&db, "SELECT string_agg(id || ':' || name || ':' || n, ',' ORDER BY id) FROM items").await[0], (0..10).map(|i| format!("{i}:v3:3")).collect::<Vec<_>>().join(","));
+    assert_eq!(
+        rows(&db, "SELECT string_agg(id || ':' || name || ':' || n, ',' ORDER BY id) FROM items").await[0],
+        (0..10).map(|i| format!("{i}:v3:3")).collect::<Vec<_>>().join(",")
+    );
     // Each key: one insert and three updates in the source; 15 updates were in the first
     // put (two rounds, collapsed per key within a put) ... at most one UPDATE per key per
     // batch and never an update re-applied: at most 3 per key.
@@ -347,7 +380,12 @@ async fn confluent_config_from_its_docs_with_flat_records() {
     let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!() };
     t.start(SinkTaskContext::new("orders-sink".into(), 0, p)).await.unwrap();
     t.open(&[TopicPartition::new("orders", 0)]).await.unwrap();
-    let schema = Schema::struct_of([("id", Schema::int32().into_ref()), ("product", Schema::string().into_ref()), ("secret", Schema::string().into_ref())]).into_ref();
+    let schema = Schema::struct_of([
+        ("id", Schema::int32().into_ref()),
+        ("product", Schema::string().into_ref()),
+        ("secret", Schema::string().into_ref()),
+    ])
+    .into_ref();
     let rec = |offset: i64, id: i32, product: &str| SinkRecord {
         topic: "orders".into(),
         offset,

@@ -223,7 +223,9 @@ async fn snapshot_then_stream_with_concurrent_writes() {
 
     // Snapshot markers and per-key order.
     let snap: Vec<_> = data(&all).into_iter().filter(|r| op(r) == "r").collect();
-    let marker = |r: &SourceRecord| envelope(r).get("source").and_then(Value::as_struct).unwrap().get("snapshot").and_then(Value::as_str).unwrap().to_owned();
+    let marker = |r: &SourceRecord| {
+        envelope(r).get("source").and_then(Value::as_struct).unwrap().get("snapshot").and_then(Value::as_str).unwrap().to_owned()
+    };
     assert_eq!(marker(snap[0]), "first");
     assert_eq!(marker(snap[snap.len() - 1]), "last");
     assert!(snap[1..snap.len() - 1].iter().all(|r| marker(r) == "true"));
@@ -343,7 +345,9 @@ async fn table_without_primary_key_has_null_keys_and_ddl_shows_in_schema() {
     db.batch_execute("CREATE TABLE nopk (a int, b text)").await.unwrap();
     let props = pg.props(&[("slot.name", "s3"), ("snapshot.mode", "no_data")]);
     let mut task = start_task(&props, None).await.unwrap();
-    db.batch_execute("INSERT INTO nopk VALUES (1, 'x'); ALTER TABLE nopk ADD COLUMN c int; INSERT INTO nopk VALUES (2, 'y', 3);").await.unwrap();
+    db.batch_execute("INSERT INTO nopk VALUES (1, 'x'); ALTER TABLE nopk ADD COLUMN c int; INSERT INTO nopk VALUES (2, 'y', 3);")
+        .await
+        .unwrap();
     let mut all = Vec::new();
     drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 2).await;
     assert!(all.iter().all(|r| r.key.is_null() && r.key_schema.is_none()));
@@ -625,7 +629,9 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
     let props = pg.props(&[("slot.name", "s9"), ("snapshot.fetch.size", "50"), ("max.batch.size", "64")]);
     let snapshot_key = |r: &SourceRecord| r.source_offset.get("snapshot_key").cloned();
     let id = |r: &SourceRecord| field(r, if op(r) == "d" { "before" } else { "after" }, "id").as_i64().unwrap();
-    let marker = |r: &SourceRecord| envelope(r).get("source").and_then(Value::as_struct).unwrap().get("snapshot").and_then(Value::as_str).unwrap().to_owned();
+    let marker = |r: &SourceRecord| {
+        envelope(r).get("source").and_then(Value::as_struct).unwrap().get("snapshot").and_then(Value::as_str).unwrap().to_owned()
+    };
 
     // Run 1: killed after 300 records; the runtime made the first 300 durable.
     let mut task = start_task(&props, None).await.unwrap();
@@ -646,8 +652,13 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
     ))
     .await
     .unwrap();
-    let expected: BTreeMap<i64, i64> =
-        db.query("SELECT id, v FROM t", &[]).await.unwrap().iter().map(|r| (i64::from(r.get::<_, i32>(0)), i64::from(r.get::<_, i32>(1)))).collect();
+    let expected: BTreeMap<i64, i64> = db
+        .query("SELECT id, v FROM t", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (i64::from(r.get::<_, i32>(0)), i64::from(r.get::<_, i32>(1))))
+        .collect();
 
     // Run 2 resumes after key k on a new snapshot, then streams from the consistent point.
     // (The dropped run's sessions may hold the slot for a moment.)
@@ -692,7 +703,8 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
     assert_eq!(marker(reads[reads.len() - 1]), "last");
     // The stream from the consistent point brings the changes on both sides of k; the ones
     // above k repeat what the newer snapshot already showed (same final state).
-    let streamed: Vec<(String, i64)> = data(&second).into_iter().filter(|r| op(r) != "r" && r.topic == "srv.public.t").map(|r| (op(r), id(r))).collect();
+    let streamed: Vec<(String, i64)> =
+        data(&second).into_iter().filter(|r| op(r) != "r" && r.topic == "srv.public.t").map(|r| (op(r), id(r))).collect();
     assert_eq!(streamed, vec![("u".into(), 5), ("u".into(), k + 50), ("d".into(), k + 60), ("c".into(), 5000)]);
     let first_streamed = data(&second).iter().position(|r| op(r) != "r").unwrap();
     assert!(data(&second)[first_streamed..].iter().all(|r| op(r) != "r"));
@@ -703,7 +715,10 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
     assert_eq!(inside_nopk["snapshot_key"], serde_json::Value::Null);
     let mut task = start_task(&props, Some(inside_nopk)).await.unwrap();
     let mut third = Vec::new();
-    drain(&mut task, &mut third, Duration::from_secs(30), |a| a.iter().any(|r| r.source_offset.get("last_snapshot_record") == Some(&serde_json::json!(true)))).await;
+    drain(&mut task, &mut third, Duration::from_secs(30), |a| {
+        a.iter().any(|r| r.source_offset.get("last_snapshot_record") == Some(&serde_json::json!(true)))
+    })
+    .await;
     task.stop().await.unwrap();
     let topics: Vec<&str> = data(&third).into_iter().filter(|r| op(r) == "r").map(|r| r.topic.as_str()).collect();
     assert_eq!(topics, vec!["srv.public.z_nopk"; 31]);

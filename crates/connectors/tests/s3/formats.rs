@@ -103,7 +103,8 @@ async fn run(format: &str, extra: &[(&str, &str)], ext: &str) {
         put_retrying(&mut t, &orders(0, 13, ts), 1).await;
         assert_eq!(durable(&mut t, &tp(), 13).await, Some(12), "{name}: durable offset");
         let keys: Vec<String> = moto.keys().await.into_iter().filter(|k| k.starts_with(&format!("{dir}/"))).collect();
-        let expected: Vec<(String, Vec<i64>)> = expected.into_iter().map(|(k, ids)| (k.replacen("topics/", &format!("{dir}/"), 1), ids)).collect();
+        let expected: Vec<(String, Vec<i64>)> =
+            expected.into_iter().map(|(k, ids)| (k.replacen("topics/", &format!("{dir}/"), 1), ids)).collect();
         assert_eq!(keys, expected.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), "{name}: object names");
         for (key, ids) in &expected {
             let bytes = moto.get(key).await;
@@ -143,7 +144,14 @@ async fn parquet_values_and_logical_types_read_back_with_pyarrow() {
     moto.create_bucket().await;
     for (codec, ext) in [("zstd", ".zstd.parquet"), ("gzip", ".gz.parquet"), ("none", ".parquet")] {
         let dir = format!("pq-{codec}");
-        let mut t = task(moto.props(&[("format.class", format_class("parquet")), ("flush.size", "4"), ("parquet.codec", codec), ("topics.dir", dir.as_str())])).await.unwrap();
+        let mut t = task(moto.props(&[
+            ("format.class", format_class("parquet")),
+            ("flush.size", "4"),
+            ("parquet.codec", codec),
+            ("topics.dir", dir.as_str()),
+        ]))
+        .await
+        .unwrap();
         put_retrying(&mut t, &orders(0, 4, |i| T0 + i), 1).await;
         let key = format!("{dir}/orders/partition=0/orders+0+0000000000{ext}");
         let bytes = moto.get(&key).await;
@@ -188,7 +196,14 @@ async fn avro_schema_and_values() {
     moto.create_bucket().await;
     for codec in ["null", "snappy"] {
         let dir = format!("avro-{codec}");
-        let mut t = task(moto.props(&[("format.class", format_class("avro")), ("flush.size", "2"), ("avro.codec", codec), ("topics.dir", dir.as_str())])).await.unwrap();
+        let mut t = task(moto.props(&[
+            ("format.class", format_class("avro")),
+            ("flush.size", "2"),
+            ("avro.codec", codec),
+            ("topics.dir", dir.as_str()),
+        ]))
+        .await
+        .unwrap();
         put_retrying(&mut t, &orders(0, 2, |i| T0 + i), 1).await;
         let bytes = moto.get(&format!("{dir}/orders/partition=0/orders+0+0000000000.avro")).await;
         let reader = apache_avro::Reader::new(&bytes[..]).unwrap();
@@ -218,20 +233,41 @@ async fn avro_schema_and_values() {
 async fn schemaless_json_and_byte_array() {
     let moto = Moto::start();
     moto.create_bucket().await;
-    let rec = |i: i64, value: Value| sluice_api::SinkRecord { topic: "orders".into(), partition: 0, offset: i, value, timestamp: Some(T0), ..Default::default() };
-    let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("topics.dir", "schemaless")])).await.unwrap();
+    let rec = |i: i64, value: Value| sluice_api::SinkRecord {
+        topic: "orders".into(),
+        partition: 0,
+        offset: i,
+        value,
+        timestamp: Some(T0),
+        ..Default::default()
+    };
+    let mut t =
+        task(moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("topics.dir", "schemaless")])).await.unwrap();
     let map = |i: i64| Value::Map(vec![("id".into(), Value::Int64(i)), ("tags".into(), Value::Array(vec!["a".into()]))]);
     put_retrying(&mut t, &[rec(0, map(0)), rec(1, map(1))], 1).await;
     let body = moto.get("schemaless/orders/partition=0/orders+0+0000000000.json").await;
     assert_eq!(String::from_utf8(body).unwrap(), "{\"id\":0,\"tags\":[\"a\"]}\n{\"id\":1,\"tags\":[\"a\"]}\n");
-    let mut t = task(moto.props(&[("format.class", "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"), ("flush.size", "2"), ("topics.dir", "raw")])).await.unwrap();
+    let mut t = task(moto.props(&[
+        ("format.class", "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"),
+        ("flush.size", "2"),
+        ("topics.dir", "raw"),
+    ]))
+    .await
+    .unwrap();
     put_retrying(&mut t, &[rec(0, Value::Bytes(b"one".to_vec())), rec(1, Value::Bytes(b"two".to_vec()))], 1).await;
     assert_eq!(moto.get("raw/orders/partition=0/orders+0+0000000000.bin").await, b"one\ntwo\n");
     // Tombstones: fail by default, skipped with ignore (and the offset still moves on).
     let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("topics.dir", "nulls")])).await.unwrap();
     let err = t.put(vec![rec(0, Value::Null)]).await.unwrap_err();
     assert!(!err.is_retriable() && err.to_string().contains("behavior.on.null.values=ignore"), "{err}");
-    let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("topics.dir", "nulls"), ("behavior.on.null.values", "ignore")])).await.unwrap();
+    let mut t = task(moto.props(&[
+        ("format.class", format_class("json")),
+        ("flush.size", "2"),
+        ("topics.dir", "nulls"),
+        ("behavior.on.null.values", "ignore"),
+    ]))
+    .await
+    .unwrap();
     put_retrying(&mut t, &[rec(0, map(0)), rec(1, Value::Null), rec(2, map(2)), rec(3, Value::Null)], 1).await;
     assert_eq!(moto.keys().await.iter().filter(|k| k.starts_with("nulls/")).count(), 1);
     assert_eq!(durable(&mut t, &tp(), 4).await, Some(4));

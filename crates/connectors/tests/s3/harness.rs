@@ -41,7 +41,13 @@ impl Moto {
 
     /// Starts (again) on the same port. moto keeps its state in memory: a restarted server is empty.
     pub fn restart(&mut self) {
-        let out = Command::new("bash").arg(script()).arg("start").arg(self.port.to_string()).envs(self.env.iter().cloned()).output().expect("run s3.sh start");
+        let out = Command::new("bash")
+            .arg(script())
+            .arg("start")
+            .arg(self.port.to_string())
+            .envs(self.env.iter().cloned())
+            .output()
+            .expect("run s3.sh start");
         assert!(out.status.success(), "s3.sh start failed (the test needs a real S3 server): {}", String::from_utf8_lossy(&out.stderr));
         self.pid = Some(String::from_utf8_lossy(&out.stdout).trim().to_owned());
     }
@@ -169,7 +175,12 @@ pub fn order_schema() -> SchemaRef {
         ("note", Schema::string().optional().into_ref()),
         ("tags", Schema::array(Schema::string().into_ref()).into_ref()),
         ("attrs", Schema::map(Schema::string().into_ref(), Schema::int32().into_ref()).into_ref()),
-        ("ship", Schema::struct_of([("city", Schema::string().into_ref()), ("zip", Schema::int32().optional().into_ref())]).optional().into_ref()),
+        (
+            "ship",
+            Schema::struct_of([("city", Schema::string().into_ref()), ("zip", Schema::int32().optional().into_ref())])
+                .optional()
+                .into_ref(),
+        ),
         ("blob", Schema::bytes().into_ref()),
     ])
     .named("shop.Order")
@@ -187,7 +198,11 @@ pub fn region_of(i: i64) -> &'static str {
 
 pub fn order_value(schema: &SchemaRef, i: i64) -> Value {
     let ship_schema = schema.field("ship").unwrap().schema.clone();
-    let ship = if i % 3 == 0 { Value::Null } else { Value::Struct(Struct::new(ship_schema).with("city", format!("city-{i}").as_str()).with("zip", Value::Int32(1000 + i as i32))) };
+    let ship = if i % 3 == 0 {
+        Value::Null
+    } else {
+        Value::Struct(Struct::new(ship_schema).with("city", format!("city-{i}").as_str()).with("zip", Value::Int32(1000 + i as i32)))
+    };
     Value::Struct(
         Struct::new(schema.clone())
             .with("id", i)
@@ -265,16 +280,16 @@ pub fn avro_ids(bytes: &[u8]) -> Vec<i64> {
 }
 
 pub fn parquet_batches(bytes: &[u8]) -> Vec<arrow_array::RecordBatch> {
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes.to_vec())).expect("a Parquet file").build().unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes.to_vec()))
+        .expect("a Parquet file")
+        .build()
+        .unwrap();
     reader.map(|b| b.expect("a batch")).collect()
 }
 
 pub fn parquet_ids(bytes: &[u8]) -> Vec<i64> {
     use arrow_array::cast::AsArray as _;
-    parquet_batches(bytes)
-        .iter()
-        .flat_map(|b| b.column(0).as_primitive::<arrow_array::types::Int64Type>().values().to_vec())
-        .collect()
+    parquet_batches(bytes).iter().flat_map(|b| b.column(0).as_primitive::<arrow_array::types::Int64Type>().values().to_vec()).collect()
 }
 
 /// Reads a Parquet file with pyarrow (from the s3.sh venv) and returns its rows as JSON.

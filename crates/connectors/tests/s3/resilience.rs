@@ -46,7 +46,12 @@ async fn wrong_credentials_fail_the_task_with_a_clear_error() {
     // moto checks SigV4 and the access key after its first request (which creates the bucket).
     let moto = Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "1")]);
     moto.create_bucket().await;
-    let props = moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("aws.access.key.id", "AKIAWRONG"), ("aws.secret.access.key", "nope")]);
+    let props = moto.props(&[
+        ("format.class", format_class("json")),
+        ("flush.size", "2"),
+        ("aws.access.key.id", "AKIAWRONG"),
+        ("aws.secret.access.key", "nope"),
+    ]);
     let err = match task(props).await {
         Ok(_) => panic!("a task with wrong credentials must not start"),
         Err(e) => e,
@@ -74,7 +79,8 @@ async fn a_missing_bucket_fails_the_task_with_a_clear_error() {
 async fn close_aborts_unfinished_multipart_uploads() {
     let moto = Moto::start();
     moto.create_bucket().await;
-    let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "1000000"), ("s3.part.size", "5242880")])).await.unwrap();
+    let mut t =
+        task(moto.props(&[("format.class", format_class("json")), ("flush.size", "1000000"), ("s3.part.size", "5242880")])).await.unwrap();
     let mut n = 0;
     while moto.incomplete_uploads().await == 0 {
         put_retrying(&mut t, &orders(n, n + 2000, |i| T0 + i), 1).await;
@@ -99,8 +105,15 @@ async fn open_aborts_uploads_left_by_a_crashed_task() {
         n += 2000;
     }
     drop(t); // a crash: no close, no abort
-    // Another partition's upload (e.g. another task's) is left alone.
-    let other = moto.client().create_multipart_upload().bucket(BUCKET).key("topics/orders/partition=1/orders+1+0000000000.json").send().await.unwrap();
+             // Another partition's upload (e.g. another task's) is left alone.
+    let other = moto
+        .client()
+        .create_multipart_upload()
+        .bucket(BUCKET)
+        .key("topics/orders/partition=1/orders+1+0000000000.json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(moto.incomplete_uploads().await, 2);
     let mut t = task(props).await.unwrap();
     t.open(&[tp()]).await.unwrap();
@@ -144,7 +157,8 @@ impl Flaky {
                         }
                     };
                     let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                    let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap_or(0)).unwrap_or(0);
+                    let len: usize =
+                        head.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap_or(0)).unwrap_or(0);
                     while buf.len() < head_end + len {
                         let n = conn.read(&mut chunk).await.unwrap_or(0);
                         if n == 0 {
@@ -153,8 +167,15 @@ impl Flaky {
                         buf.extend_from_slice(&chunk[..n]);
                     }
                     if counter.fetch_add(1, Ordering::SeqCst) < fail {
-                        let body = if head.starts_with("head ") { String::new() } else { format!("<Error><Code>{code}</Code><Message>injected by the test</Message></Error>") };
-                        let reply = format!("HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                        let body = if head.starts_with("head ") {
+                            String::new()
+                        } else {
+                            format!("<Error><Code>{code}</Code><Message>injected by the test</Message></Error>")
+                        };
+                        let reply = format!(
+                            "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
                         let _ = conn.write_all(reply.as_bytes()).await;
                         let _ = conn.shutdown().await;
                         return;
@@ -190,7 +211,8 @@ async fn throttling_and_server_errors_are_retried_with_backoff() {
     // Two failures, three retries: the put succeeds without the runtime noticing.
     let flaky = Flaky::start(moto.port, 2, "503 Slow Down", "SlowDown").await;
     let url = flaky.url();
-    let props = moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("store.url", url.as_str()), ("s3.part.retries", "3")]);
+    let props =
+        moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("store.url", url.as_str()), ("s3.part.retries", "3")]);
     let mut t = task(props).await.expect("start through the flaky front");
     t.put(orders(0, 2, |i| T0 + i)).await.expect("retried inside the task");
     assert_eq!(json_ids(&moto.get(key).await, false), vec![0, 1]);
@@ -199,7 +221,13 @@ async fn throttling_and_server_errors_are_retried_with_backoff() {
     // More failures than retries: a retriable error that names the cause.
     let flaky = Flaky::start(moto.port, 1_000, "500 Internal Server Error", "InternalError").await;
     let url = flaky.url();
-    let props = moto.props(&[("format.class", format_class("json")), ("flush.size", "2"), ("store.url", url.as_str()), ("s3.part.retries", "2"), ("topics.dir", "five")]);
+    let props = moto.props(&[
+        ("format.class", format_class("json")),
+        ("flush.size", "2"),
+        ("store.url", url.as_str()),
+        ("s3.part.retries", "2"),
+        ("topics.dir", "five"),
+    ]);
     let mut t = task(props).await.expect("an unhealthy store does not stop the start");
     let before = flaky.requests();
     let err = t.put(orders(0, 2, |i| T0 + i)).await.unwrap_err();

@@ -37,7 +37,14 @@ async fn rotation_by_record_time() {
 async fn rotation_by_wall_clock_without_new_records() {
     let moto = Moto::start();
     moto.create_bucket().await;
-    let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "100"), ("rotate.schedule.interval.ms", "1000"), ("timezone", "UTC")])).await.unwrap();
+    let mut t = task(moto.props(&[
+        ("format.class", format_class("json")),
+        ("flush.size", "100"),
+        ("rotate.schedule.interval.ms", "1000"),
+        ("timezone", "UTC"),
+    ]))
+    .await
+    .unwrap();
     put_retrying(&mut t, &orders(0, 2, |_| T0), 1).await;
     assert!(moto.keys().await.is_empty());
     assert_eq!(durable(&mut t, &tp(), 2).await, None);
@@ -60,7 +67,15 @@ fn item(offset: i64, schema: &sluice_api::SchemaRef) -> SinkRecord {
     if schema.field("extra").is_some() {
         s.put("extra", Value::String(format!("e{offset}")));
     }
-    SinkRecord { topic: "orders".into(), partition: 0, offset, value_schema: Some(schema.clone()), value: Value::Struct(s), timestamp: Some(T0), ..Default::default() }
+    SinkRecord {
+        topic: "orders".into(),
+        partition: 0,
+        offset,
+        value_schema: Some(schema.clone()),
+        value: Value::Struct(s),
+        timestamp: Some(T0),
+        ..Default::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,13 +87,23 @@ async fn a_schema_change_starts_a_new_object() {
     let mut t = task(moto.props(&[("format.class", format_class("parquet")), ("flush.size", "10"), ("topics.dir", "none")])).await.unwrap();
     put_retrying(&mut t, &[item(0, &v1), item(1, &v1), item(2, &v2), item(3, &v2), item(4, &v1)], 1).await;
     let keys = moto.keys().await;
-    assert_eq!(keys, vec!["none/orders/partition=0/orders+0+0000000000.snappy.parquet", "none/orders/partition=0/orders+0+0000000002.snappy.parquet"]);
+    assert_eq!(
+        keys,
+        vec!["none/orders/partition=0/orders+0+0000000000.snappy.parquet", "none/orders/partition=0/orders+0+0000000002.snappy.parquet"]
+    );
     assert_eq!(parquet_ids(&moto.get(&keys[0]).await), vec![0, 1]);
     let b = parquet_batches(&moto.get(&keys[1]).await);
     assert_eq!(b[0].schema().fields().len(), 2, "the second object has the v2 schema");
     assert_eq!(durable(&mut t, &tp(), 5).await, Some(4));
     // BACKWARD: a newer version starts a new object; an older one is projected onto it.
-    let mut t = task(moto.props(&[("format.class", format_class("avro")), ("flush.size", "2"), ("topics.dir", "backward"), ("schema.compatibility", "BACKWARD")])).await.unwrap();
+    let mut t = task(moto.props(&[
+        ("format.class", format_class("avro")),
+        ("flush.size", "2"),
+        ("topics.dir", "backward"),
+        ("schema.compatibility", "BACKWARD"),
+    ]))
+    .await
+    .unwrap();
     put_retrying(&mut t, &[item(0, &v1), item(1, &v2), item(2, &v1)], 1).await;
     let keys: Vec<String> = moto.keys().await.into_iter().filter(|k| k.starts_with("backward/")).collect();
     assert_eq!(keys, vec!["backward/orders/partition=0/orders+0+0000000000.avro", "backward/orders/partition=0/orders+0+0000000001.avro"]);
@@ -93,7 +118,8 @@ async fn a_schema_change_starts_a_new_object() {
 async fn big_objects_stream_as_multipart_uploads() {
     let moto = Moto::start();
     moto.create_bucket().await;
-    let mut t = task(moto.props(&[("format.class", format_class("json")), ("flush.size", "24000"), ("s3.part.size", "5242880")])).await.unwrap();
+    let mut t =
+        task(moto.props(&[("format.class", format_class("json")), ("flush.size", "24000"), ("s3.part.size", "5242880")])).await.unwrap();
     let schema = Schema::struct_of([("id", Schema::int64().into_ref()), ("pad", Schema::string().into_ref())]).into_ref();
     let pad = "p".repeat(480);
     let records: Vec<SinkRecord> = (0..24_000)
@@ -125,7 +151,9 @@ async fn big_objects_stream_as_multipart_uploads() {
 async fn a_replay_rewrites_identical_objects() {
     let moto = Moto::start();
     moto.create_bucket().await;
-    for (format, extra) in [("parquet", ("parquet.codec", "zstd")), ("avro", ("avro.codec", "snappy")), ("json", ("s3.compression.type", "gzip"))] {
+    for (format, extra) in
+        [("parquet", ("parquet.codec", "zstd")), ("avro", ("avro.codec", "snappy")), ("json", ("s3.compression.type", "gzip"))]
+    {
         let dir = format!("replay-{format}");
         let props = moto.props(&[("format.class", format_class(format)), ("flush.size", "4"), ("topics.dir", dir.as_str()), extra]);
         let mut first = task(props.clone()).await.unwrap();

@@ -43,7 +43,9 @@ impl ByteArrayConverter {
         match value {
             Value::Null => Ok(None),
             Value::Bytes(b) => Ok(Some(b.clone())),
-            other => Err(ConnectError::fatal(format!("ByteArrayConverter is not compatible with objects of type {}", value_type_name(other)))),
+            other => {
+                Err(ConnectError::fatal(format!("ByteArrayConverter is not compatible with objects of type {}", value_type_name(other))))
+            }
         }
     }
 

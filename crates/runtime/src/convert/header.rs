@@ -136,6 +136,9 @@ mod tests {
     fn bad_decimal_schema_is_reported() {
         let schema = Schema::bytes().named(sluice_api::schema::logical::DECIMAL).into_ref();
         let err = SimpleHeaderConverter.from_connect_header("orders", "amount", Some(&schema), &Value::Bytes(vec![1])).unwrap_err();
-        assert_eq!(err.to_string(), "Failed to serialize value for header 'amount' on topic 'orders': Invalid Decimal schema: scale parameter not found.");
+        assert_eq!(
+            err.to_string(),
+            "Failed to serialize value for header 'amount' on topic 'orders': Invalid Decimal schema: scale parameter not found."
+        );
     }
 }

@@ -55,7 +55,8 @@ pub const SCHEMAS_CACHE_SIZE_DEFAULT: usize = 1000;
 pub const REPLACE_NULL_WITH_DEFAULT_DEFAULT: bool = true;
 
 /// Kafka's message for a document that is not a schema/payload envelope.
-pub const ENVELOPE_REQUIRED_MESSAGE: &str = "JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and may not contain \
+pub const ENVELOPE_REQUIRED_MESSAGE: &str =
+    "JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and may not contain \
 additional fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your converter configuration.";
 
 /// Kafka's message for bytes that are not JSON; the parse error is the source.
@@ -145,8 +146,11 @@ impl JsonConverterConfig {
     pub fn parse(props: &Props) -> ConnectResult<Self> {
         let parsed = Self::config_def().parse(props)?;
         let converter_type = parsed.string(TYPE_CONFIG).as_deref().and_then(ConverterType::parse).unwrap_or(ConverterType::Value);
-        let decimal_format =
-            if parsed.string(DECIMAL_FORMAT_CONFIG).is_some_and(|f| f.eq_ignore_ascii_case("NUMERIC")) { DecimalFormat::Numeric } else { DecimalFormat::Base64 };
+        let decimal_format = if parsed.string(DECIMAL_FORMAT_CONFIG).is_some_and(|f| f.eq_ignore_ascii_case("NUMERIC")) {
+            DecimalFormat::Numeric
+        } else {
+            DecimalFormat::Base64
+        };
         Ok(Self {
             converter_type,
             schemas_enable: parsed.boolean(SCHEMAS_ENABLE_CONFIG),

@@ -61,7 +61,6 @@ pub mod json;
 pub mod number;
 pub mod string;
 
-
 use sluice_api::{ConfigKey, ConfigType, Importance, SchemaType, Validator};
 
 pub use bytes::ByteArrayConverter;

@@ -245,7 +245,9 @@ impl BooleanConverter {
         match value {
             Value::Null => Ok(None),
             Value::Boolean(b) => Ok(Some(vec![u8::from(*b)])),
-            other => Err(ConnectError::fatal(format!("BooleanConverter is not compatible with objects of type {}", value_type_name(other)))),
+            other => {
+                Err(ConnectError::fatal(format!("BooleanConverter is not compatible with objects of type {}", value_type_name(other))))
+            }
         }
     }
 
@@ -255,7 +257,10 @@ impl BooleanConverter {
             Some([0]) => Value::Boolean(false),
             Some([1]) => Value::Boolean(true),
             Some([b]) => {
-                return Err(ConnectError::fatal(format!("Failed to deserialize boolean: Unexpected byte received by BooleanDeserializer: {}", *b as i8)))
+                return Err(ConnectError::fatal(format!(
+                    "Failed to deserialize boolean: Unexpected byte received by BooleanDeserializer: {}",
+                    *b as i8
+                )))
             }
             Some(other) => {
                 return Err(ConnectError::fatal(format!(

@@ -13,8 +13,8 @@
 
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, Value};
 
-use sluice_api::text as java_text;
 use super::{converter_type_key, with_type, Converter, ConverterType, HeaderConverter};
+use sluice_api::text as java_text;
 
 pub const CLASS: &str = "org.apache.kafka.connect.storage.StringConverter";
 pub const ENCODING_CONFIG: &str = "converter.encoding";
@@ -99,8 +99,13 @@ impl StringConverter {
     }
 
     pub fn config_def() -> ConfigDef {
-        let encoding = ConfigKey::new(ENCODING_CONFIG, ConfigType::String, Importance::High, "The name of the Java character set to use for encoding strings as byte arrays.")
-            .default_value(ENCODING_DEFAULT);
+        let encoding = ConfigKey::new(
+            ENCODING_CONFIG,
+            ConfigType::String,
+            Importance::High,
+            "The name of the Java character set to use for encoding strings as byte arrays.",
+        )
+        .default_value(ENCODING_DEFAULT);
         ConfigDef::new().define(converter_type_key()).define(ConfigKey { display_name: "Encoding".to_owned(), ..encoding })
     }
 
@@ -176,7 +181,8 @@ mod tests {
     #[test]
     fn other_values_are_written_as_java_prints_them() {
         let c = StringConverter::default();
-        let text = |schema: Option<SchemaRef>, v: Value| String::from_utf8(c.from_connect("t", schema.as_ref(), &v).unwrap().unwrap()).unwrap();
+        let text =
+            |schema: Option<SchemaRef>, v: Value| String::from_utf8(c.from_connect("t", schema.as_ref(), &v).unwrap().unwrap()).unwrap();
         assert_eq!(text(None, Value::Int64(42)), "42");
         assert_eq!(text(None, Value::Float64(1.0)), "1.0");
         assert_eq!(text(None, Value::Float32(0.1)), "0.1");

@@ -28,11 +28,11 @@ use crate::plugins::Plugins;
 use crate::store::config::{ConfigSnapshot, ConfigStore, ConnectorConfigState};
 use crate::store::offset::{ConnectorOffsets, OffsetStore};
 use crate::store::status::StatusStore;
+use crate::task::errors::ErrorPolicy;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::SourceRunner;
-use crate::task::errors::ErrorPolicy;
-use crate::transform::TransformChain;
 use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
+use crate::transform::TransformChain;
 use crate::worker::config::WorkerConfig;
 
 struct TaskHandle {
@@ -93,7 +93,12 @@ struct ClusterView {
 
 impl Cluster {
     pub fn new(url: String, rejoin: Arc<tokio::sync::Notify>) -> Self {
-        Self { url, rejoin, view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }), snapshot: Default::default() }
+        Self {
+            url,
+            rejoin,
+            view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
+            snapshot: Default::default(),
+        }
     }
 
     fn view(&self) -> ClusterView {
@@ -122,17 +127,31 @@ fn internal(e: impl std::fmt::Display) -> HerderError {
 
 impl StandaloneHerder {
     /// Opens the internal topics and replays them. Call [`StandaloneHerder::start`] next.
-    pub async fn open(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+    pub async fn open(
+        worker: WorkerConfig,
+        log: Arc<dyn Log>,
+        plugins: Arc<Plugins>,
+    ) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
         Self::open_with(worker, log, plugins, None).await
     }
 
     /// [`StandaloneHerder::open`] for a member of a group: nothing runs until the group
     /// assigns it (through [`super::group::worker::ClusterWorker`]).
-    pub async fn open_member(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>, cluster: Cluster) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+    pub async fn open_member(
+        worker: WorkerConfig,
+        log: Arc<dyn Log>,
+        plugins: Arc<Plugins>,
+        cluster: Cluster,
+    ) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
         Self::open_with(worker, log, plugins, Some(cluster)).await
     }
 
-    async fn open_with(worker: WorkerConfig, log: Arc<dyn Log>, plugins: Arc<Plugins>, cluster: Option<Cluster>) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
+    async fn open_with(
+        worker: WorkerConfig,
+        log: Arc<dyn Log>,
+        plugins: Arc<Plugins>,
+        cluster: Option<Cluster>,
+    ) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
         let (configs, snapshot) = ConfigStore::open(log.clone(), &worker.config_topic).await?;
         let offsets = Arc::new(OffsetStore::open(log.clone(), &worker.offset_topic, worker.offset_partitions).await?);
         let status = Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions).await?);
@@ -173,7 +192,8 @@ impl StandaloneHerder {
             }
             if let Some(c) = &self.cluster {
                 // Ready once the group has assigned this worker its share.
-                *c.snapshot.lock().expect("snapshot lock") = ConfigSnapshot { connectors: entries.iter().map(|(n, e)| (n.clone(), e.state.clone())).collect() };
+                *c.snapshot.lock().expect("snapshot lock") =
+                    ConfigSnapshot { connectors: entries.iter().map(|(n, e)| (n.clone(), e.state.clone())).collect() };
                 return;
             }
         }
@@ -300,7 +320,8 @@ impl StandaloneHerder {
         }
         if generated != entry.state.tasks {
             if let Err(e) = self.configs.put_task_configs(name, &generated).await {
-                self.status.put_connector(name, self.state(State::Failed, Some(format!("ConnectException: could not store task configs: {e}"))));
+                self.status
+                    .put_connector(name, self.state(State::Failed, Some(format!("ConnectException: could not store task configs: {e}"))));
                 return;
             }
             if self.cluster.is_some() {
@@ -583,7 +604,9 @@ impl StandaloneHerder {
                     e.state = state;
                 }
                 None => {
-                    let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else { continue };
+                    let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else {
+                        continue;
+                    };
                     let (target_tx, _) = watch::channel(state.target);
                     entries.insert(name, Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
                 }
@@ -680,26 +703,23 @@ fn sink_partition(tp: &sluice_api::TopicPartition) -> serde_json::Map<String, se
 }
 
 fn parse_sink_offset(o: &ConnectorOffset) -> HerderResult<(sluice_api::TopicPartition, Option<i64>)> {
-    let topic = o
-        .partition
-        .get("kafka_topic")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| HerderError::BadRequest("Kafka topic names must be valid strings: set kafka_topic in each partition".to_owned()))?;
-    let partition = o
-        .partition
-        .get("kafka_partition")
-        .and_then(|v| v.as_i64())
-        .and_then(|p| i32::try_from(p).ok())
-        .filter(|p| *p >= 0)
-        .ok_or_else(|| HerderError::BadRequest("Kafka partitions must be valid non-negative integers: set kafka_partition in each partition".to_owned()))?;
+    let topic =
+        o.partition.get("kafka_topic").and_then(|v| v.as_str()).ok_or_else(|| {
+            HerderError::BadRequest("Kafka topic names must be valid strings: set kafka_topic in each partition".to_owned())
+        })?;
+    let partition =
+        o.partition.get("kafka_partition").and_then(|v| v.as_i64()).and_then(|p| i32::try_from(p).ok()).filter(|p| *p >= 0).ok_or_else(
+            || {
+                HerderError::BadRequest(
+                    "Kafka partitions must be valid non-negative integers: set kafka_partition in each partition".to_owned(),
+                )
+            },
+        )?;
     let offset = match &o.offset {
         None => None,
-        Some(m) => Some(
-            m.get("kafka_offset")
-                .and_then(|v| v.as_i64())
-                .filter(|v| *v >= 0)
-                .ok_or_else(|| HerderError::BadRequest("Kafka offsets must be valid non-negative integers: set kafka_offset in each offset".to_owned()))?,
-        ),
+        Some(m) => Some(m.get("kafka_offset").and_then(|v| v.as_i64()).filter(|v| *v >= 0).ok_or_else(|| {
+            HerderError::BadRequest("Kafka offsets must be valid non-negative integers: set kafka_offset in each offset".to_owned())
+        })?),
     };
     Ok((sluice_api::TopicPartition::new(topic, partition), offset))
 }
@@ -743,7 +763,13 @@ impl Herder for StandaloneHerder {
         Ok(self.redacted(entry, &entry.state.config))
     }
 
-    async fn put_connector_config(&self, name: &str, mut config: Props, allow_replace: bool, initial_state: Option<TargetState>) -> HerderResult<(bool, ConnectorInfo)> {
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        mut config: Props,
+        allow_replace: bool,
+        initial_state: Option<TargetState>,
+    ) -> HerderResult<(bool, ConnectorInfo)> {
         if name.trim().is_empty() {
             return Err(HerderError::BadRequest("Connector name is required and must not be empty".to_owned()));
         }
@@ -761,7 +787,10 @@ impl Herder for StandaloneHerder {
             return Err(HerderError::Conflict(format!("Connector {name} already exists")));
         }
         if exists && entries[name].plugin.kind != plugin.kind {
-            return Err(HerderError::BadRequest(format!("Connector {name} is a {} connector; its type cannot change", entries[name].plugin.kind.name())));
+            return Err(HerderError::BadRequest(format!(
+                "Connector {name} is a {} connector; its type cannot change",
+                entries[name].plugin.kind.name()
+            )));
         }
         if self.cluster.is_some() {
             if !exists {
@@ -769,7 +798,8 @@ impl Herder for StandaloneHerder {
             }
             self.configs.put_connector(name, &config).await.map_err(internal)?;
             self.applied(&mut entries).await;
-            let entry = entries.get(name).ok_or_else(|| HerderError::Internal(format!("connector {name} was written but not read back")))?;
+            let entry =
+                entries.get(name).ok_or_else(|| HerderError::Internal(format!("connector {name} was written but not read back")))?;
             return Ok((!exists, self.info(name, entry)));
         }
         self.configs.put_connector(name, &config).await.map_err(internal)?;
@@ -784,7 +814,13 @@ impl Herder for StandaloneHerder {
             let (target_tx, _) = watch::channel(target);
             entries.insert(
                 name.to_owned(),
-                Entry { state: ConnectorConfigState { config, target, tasks: Vec::new() }, plugin, instance: None, target_tx, tasks: BTreeMap::new() },
+                Entry {
+                    state: ConnectorConfigState { config, target, tasks: Vec::new() },
+                    plugin,
+                    instance: None,
+                    target_tx,
+                    tasks: BTreeMap::new(),
+                },
             );
         }
         self.start_connector(&mut entries, name).await;
@@ -935,7 +971,9 @@ impl Herder for StandaloneHerder {
             entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?.plugin.kind
         };
         Ok(match kind {
-            ConnectorKind::Source => self.offsets.list(name).into_iter().map(|(partition, offset)| ConnectorOffset { partition, offset: Some(offset) }).collect(),
+            ConnectorKind::Source => {
+                self.offsets.list(name).into_iter().map(|(partition, offset)| ConnectorOffset { partition, offset: Some(offset) }).collect()
+            }
             ConnectorKind::Sink => self
                 .log
                 .group_offsets(&format!("connect-{name}"))

@@ -24,34 +24,81 @@ const PASSTHROUGH_PREFIXES: &[&str] = &[
 pub fn common_def(kind: ConnectorKind) -> ConfigDef {
     let common = |name: &str, ty, imp, doc: &str| ConfigKey::new(name, ty, imp, doc);
     let mut def = ConfigDef::new()
-        .define(common("name", ConfigType::String, Importance::High, "Globally unique name to use for this connector.").validator(Validator::NonEmpty).group(COMMON_GROUP, 1, "Connector name"))
         .define(
-            common("connector.class", ConfigType::String, Importance::High, "Name or alias of the class for this connector.")
-                .group(COMMON_GROUP, 2, "Connector class"),
+            common("name", ConfigType::String, Importance::High, "Globally unique name to use for this connector.")
+                .validator(Validator::NonEmpty)
+                .group(COMMON_GROUP, 1, "Connector name"),
         )
+        .define(common("connector.class", ConfigType::String, Importance::High, "Name or alias of the class for this connector.").group(
+            COMMON_GROUP,
+            2,
+            "Connector class",
+        ))
         .define(
             common("tasks.max", ConfigType::Int, Importance::High, "Maximum number of tasks to use for this connector.")
                 .default_value("1")
                 .validator(Validator::AtLeast(1))
                 .group(COMMON_GROUP, 3, "Tasks max"),
         )
-        .define(common("tasks.max.enforce", ConfigType::Boolean, Importance::Low, "Whether to fail the connector when it generates more than tasks.max task configs.").default_value("true").group(COMMON_GROUP, 4, "Enforce tasks max"))
-        .define(common("key.converter", ConfigType::Class, Importance::Low, "Converter class for keys; overrides the worker's.").default_value("").group(COMMON_GROUP, 5, "Key converter class"))
-        .define(common("value.converter", ConfigType::Class, Importance::Low, "Converter class for values; overrides the worker's.").default_value("").group(COMMON_GROUP, 6, "Value converter class"))
-        .define(common("header.converter", ConfigType::Class, Importance::Low, "Header converter class; overrides the worker's.").default_value("").group(COMMON_GROUP, 7, "Header converter class"))
         .define(
-            common("config.action.reload", ConfigType::String, Importance::Low, "What to do when an external config provider's value changes: restart or none.")
-                .default_value("restart")
-                .validator(Validator::one_of(&["none", "restart"]))
-                .group(COMMON_GROUP, 8, "Reload action"),
+            common(
+                "tasks.max.enforce",
+                ConfigType::Boolean,
+                Importance::Low,
+                "Whether to fail the connector when it generates more than tasks.max task configs.",
+            )
+            .default_value("true")
+            .group(COMMON_GROUP, 4, "Enforce tasks max"),
         )
-        .define(common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records, in order.").default_value("").group("Transforms", 1, "Transforms"))
-        .define(common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations.").default_value("").group("Predicates", 1, "Predicates"))
+        .define(
+            common("key.converter", ConfigType::Class, Importance::Low, "Converter class for keys; overrides the worker's.")
+                .default_value("")
+                .group(COMMON_GROUP, 5, "Key converter class"),
+        )
+        .define(
+            common("value.converter", ConfigType::Class, Importance::Low, "Converter class for values; overrides the worker's.")
+                .default_value("")
+                .group(COMMON_GROUP, 6, "Value converter class"),
+        )
+        .define(
+            common("header.converter", ConfigType::Class, Importance::Low, "Header converter class; overrides the worker's.")
+                .default_value("")
+                .group(COMMON_GROUP, 7, "Header converter class"),
+        )
+        .define(
+            common(
+                "config.action.reload",
+                ConfigType::String,
+                Importance::Low,
+                "What to do when an external config provider's value changes: restart or none.",
+            )
+            .default_value("restart")
+            .validator(Validator::one_of(&["none", "restart"]))
+            .group(COMMON_GROUP, 8, "Reload action"),
+        )
+        .define(
+            common("transforms", ConfigType::List, Importance::Low, "Aliases for the transformations to apply to records, in order.")
+                .default_value("")
+                .group("Transforms", 1, "Transforms"),
+        )
+        .define(
+            common("predicates", ConfigType::List, Importance::Low, "Aliases for the predicates used by transformations.")
+                .default_value("")
+                .group("Predicates", 1, "Predicates"),
+        )
         .merge(&crate::task::errors::def());
     if kind == ConnectorKind::Sink {
         def = def
-            .define(common("topics", ConfigType::List, Importance::High, "List of topics to consume, separated by commas.").default_value("").group(COMMON_GROUP, 4, "Topics"))
-            .define(common("topics.regex", ConfigType::String, Importance::High, "Regular expression giving topics to consume.").default_value("").group(COMMON_GROUP, 4, "Topics regex"));
+            .define(
+                common("topics", ConfigType::List, Importance::High, "List of topics to consume, separated by commas.")
+                    .default_value("")
+                    .group(COMMON_GROUP, 4, "Topics"),
+            )
+            .define(
+                common("topics.regex", ConfigType::String, Importance::High, "Regular expression giving topics to consume.")
+                    .default_value("")
+                    .group(COMMON_GROUP, 4, "Topics regex"),
+            );
     }
     def
 }
@@ -100,18 +147,30 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
                     v.errors.push(error);
                 }
             }
-            None => values.push(ConfigValue { name: key.clone(), value: props.get(&key).map(|v| sluice_api::secret::redact_urls(v)), recommended_values: Vec::new(), errors: vec![error], visible: true }),
+            None => values.push(ConfigValue {
+                name: key.clone(),
+                value: props.get(&key).map(|v| sluice_api::secret::redact_urls(v)),
+                recommended_values: Vec::new(),
+                errors: vec![error],
+                visible: true,
+            }),
         }
     }
     if plugin.kind == ConnectorKind::Sink {
         let topics = props.get("topics").is_some_and(|t| !t.trim().is_empty());
         let regex = props.get("topics.regex").is_some_and(|t| !t.trim().is_empty());
         match (topics, regex) {
-            (true, true) => keyed(&mut values, "topics", "topics and topics.regex are mutually exclusive options, but both are set.".to_owned()),
+            (true, true) => {
+                keyed(&mut values, "topics", "topics and topics.regex are mutually exclusive options, but both are set.".to_owned())
+            }
             (false, false) => keyed(&mut values, "topics", "Must configure one of topics or topics.regex".to_owned()),
             (false, true) => {
                 if let Err(e) = regex::Regex::new(&props["topics.regex"]) {
-                    keyed(&mut values, "topics.regex", format!("Invalid value {} for configuration topics.regex: {e}", props["topics.regex"]));
+                    keyed(
+                        &mut values,
+                        "topics.regex",
+                        format!("Invalid value {} for configuration topics.regex: {e}", props["topics.regex"]),
+                    );
                 }
             }
             (true, false) => {}

@@ -132,9 +132,7 @@ impl FsyncPolicy {
     pub fn parse(s: &str) -> LogResult<Self> {
         let t = s.trim().to_ascii_lowercase();
         let bad = || {
-            LogError::Invalid(format!(
-                "log.fsync must be `always`, `never` or `interval:<milliseconds>` with milliseconds > 0 (got {s:?})"
-            ))
+            LogError::Invalid(format!("log.fsync must be `always`, `never` or `interval:<milliseconds>` with milliseconds > 0 (got {s:?})"))
         };
         match t.as_str() {
             "always" => Ok(Self::Always),
@@ -442,9 +440,8 @@ impl EmbeddedLog {
         let groups_topic = inner.create_topic(GROUPS_TOPIC, TopicConfig::compacted(1))?;
         inner.groups.replay(&groups_topic.partitions[0])?;
 
-        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| io_error(dir, e))
-        };
+        let spawn =
+            |name: &str, f: Box<dyn FnOnce() + Send>| std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| io_error(dir, e));
         let w = Arc::clone(&inner);
         let writer = spawn("sluice-log-writer", Box::new(move || writer::Writer::new(w).run()))?;
         let m = Arc::clone(&inner);
@@ -660,8 +657,7 @@ impl Log for EmbeddedLog {
 
     async fn delete_group(&self, group: &str) -> LogResult<()> {
         let _commit = self.inner.groups.commit.lock().await;
-        let changes: BTreeMap<TopicPartition, Option<i64>> =
-            self.inner.groups.get(group).into_keys().map(|tp| (tp, None)).collect();
+        let changes: BTreeMap<TopicPartition, Option<i64>> = self.inner.groups.get(group).into_keys().map(|tp| (tp, None)).collect();
         if changes.is_empty() {
             return Ok(());
         }

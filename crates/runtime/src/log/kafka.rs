@@ -51,7 +51,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use sluice_api::{Props, TopicPartition};
 
-use super::{AckChain, AppendFuture, CleanupPolicy, Log, LogError, LogRecord, LogResult, PartitionDescription, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{
+    AckChain, AppendFuture, CleanupPolicy, Log, LogError, LogRecord, LogResult, PartitionDescription, Produce, StoredRecord, TopicConfig,
+    TopicDescription,
+};
 
 pub mod settings;
 
@@ -177,7 +180,9 @@ impl KafkaLog {
             .create_with_context(ClientLog)
             .map_err(|e| config_error(&options.clients.admin, "admin client", e))?;
         // Fail on a bad consumer setting now rather than at the first read.
-        reader_config(&options).create_with_context::<_, Consumer_>(ClientLog).map_err(|e| config_error(&options.clients.consumer, "consumer", e))?;
+        reader_config(&options)
+            .create_with_context::<_, Consumer_>(ClientLog)
+            .map_err(|e| config_error(&options.clients.consumer, "consumer", e))?;
         let inner = Inner { options, producer, admin, readers: Mutex::new(HashMap::new()), groups: Mutex::new(HashMap::new()) };
         Ok(Self { inner: Arc::new(inner), acks: AckChain::default() })
     }
@@ -213,7 +218,10 @@ fn client_config(settings: &BTreeMap<String, Setting>, defaults: &[(&str, &str)]
 fn reader_config(options: &KafkaOptions) -> ClientConfig {
     let mut c = client_config(&options.clients.consumer, &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES)]);
     // The runtime owns positions and commits: not overridable.
-    c.set("enable.auto.commit", "false").set("enable.auto.offset.store", "false").set("auto.offset.reset", "error").set("enable.partition.eof", "false");
+    c.set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "error")
+        .set("enable.partition.eof", "false");
     // librdkafka wants a group to assign partitions; readers never join or commit it.
     c.set("group.id", READER_GROUP);
     c
@@ -223,7 +231,9 @@ fn config_error(settings: &BTreeMap<String, Setting>, client: &str, e: KafkaErro
     match &e {
         KafkaError::ClientConfig(_, description, key, _) => {
             let origin = settings.get(key).map(|s| s.origin.clone()).unwrap_or_else(|| key.clone());
-            LogError::Invalid(format!("worker property {origin} is not accepted by the Kafka {client} (librdkafka key {key}): {description}"))
+            LogError::Invalid(format!(
+                "worker property {origin} is not accepted by the Kafka {client} (librdkafka key {key}): {description}"
+            ))
         }
         _ => LogError::Rejected { context: format!("cannot create the Kafka {client}"), source: Box::new(e) },
     }
@@ -288,7 +298,10 @@ impl Inner {
 
     fn metadata(&self, topic: Option<&str>) -> LogResult<Metadata> {
         let what = topic.map_or_else(|| "all topics".to_owned(), |t| format!("topic {t}"));
-        self.admin.inner().fetch_metadata(topic, self.options.request_timeout).map_err(|e| kafka_error(format!("fetching the metadata of {what}"), e))
+        self.admin
+            .inner()
+            .fetch_metadata(topic, self.options.request_timeout)
+            .map_err(|e| kafka_error(format!("fetching the metadata of {what}"), e))
     }
 
     /// Partition count of `topic`, `None` when it does not exist.
@@ -317,10 +330,16 @@ impl Inner {
     }
 
     fn watermarks(&self, tp: &TopicPartition) -> LogResult<(i64, i64)> {
-        self.admin.inner().fetch_watermarks(&tp.topic, tp.partition, self.options.request_timeout).map_err(|e| match e.rdkafka_error_code() {
-            Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic) => LogError::UnknownTopic(tp.topic.clone()),
-            Some(RDKafkaErrorCode::UnknownPartition) => LogError::UnknownPartition { topic: tp.topic.clone(), partition: tp.partition, count: -1 },
-            _ => kafka_error(format!("fetching the offsets of {tp}"), e),
+        self.admin.inner().fetch_watermarks(&tp.topic, tp.partition, self.options.request_timeout).map_err(|e| {
+            match e.rdkafka_error_code() {
+                Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic) => {
+                    LogError::UnknownTopic(tp.topic.clone())
+                }
+                Some(RDKafkaErrorCode::UnknownPartition) => {
+                    LogError::UnknownPartition { topic: tp.topic.clone(), partition: tp.partition, count: -1 }
+                }
+                _ => kafka_error(format!("fetching the offsets of {tp}"), e),
+            }
         })
     }
 
@@ -331,7 +350,8 @@ impl Inner {
         }
         let mut config = client_config(&self.options.clients.consumer, &[]);
         config.set("group.id", group).set("enable.auto.commit", "false").set("enable.auto.offset.store", "false");
-        let consumer: Consumer_ = config.create_with_context(ClientLog).map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
+        let consumer: Consumer_ =
+            config.create_with_context(ClientLog).map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
         let consumer = Arc::new(consumer);
         groups.insert(group.to_owned(), Arc::clone(&consumer));
         Ok(consumer)
@@ -346,12 +366,18 @@ impl Inner {
             return Ok(Arc::clone(&slot.reader));
         }
         if readers.len() >= self.options.max_readers {
-            let idle = readers.iter().filter(|(_, s)| Arc::strong_count(&s.reader) == 1).min_by_key(|(_, s)| s.last_used).map(|(tp, _)| tp.clone());
+            let idle = readers
+                .iter()
+                .filter(|(_, s)| Arc::strong_count(&s.reader) == 1)
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(tp, _)| tp.clone());
             if let Some(idle) = idle {
                 readers.remove(&idle);
             }
         }
-        let consumer: Consumer_ = reader_config(&self.options).create_with_context(ClientLog).map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
+        let consumer: Consumer_ = reader_config(&self.options)
+            .create_with_context(ClientLog)
+            .map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
         let reader = Arc::new(tokio::sync::Mutex::new(Reader { tp: tp.clone(), consumer, position: None, window: Vec::new() }));
         readers.insert(tp.clone(), ReaderSlot { reader: Arc::clone(&reader), last_used: Instant::now() });
         Ok(reader)
@@ -370,7 +396,11 @@ impl Inner {
         let limit = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok()).filter(|v| *v >= 0);
         Ok(TopicConfig {
             partitions: 0,
-            cleanup: if get("cleanup.policy").is_some_and(|p| p.contains("compact")) { CleanupPolicy::Compact } else { CleanupPolicy::Delete },
+            cleanup: if get("cleanup.policy").is_some_and(|p| p.contains("compact")) {
+                CleanupPolicy::Compact
+            } else {
+                CleanupPolicy::Delete
+            },
             retention_ms: limit("retention.ms"),
             retention_bytes: limit("retention.bytes"),
         })
@@ -393,7 +423,8 @@ struct Reader {
 impl Reader {
     fn assign(&mut self, offset: i64) -> LogResult<()> {
         let mut tpl = TopicPartitionList::with_capacity(1);
-        tpl.add_partition_offset(&self.tp.topic, self.tp.partition, Offset::Offset(offset)).map_err(|e| kafka_error(format!("positioning the reader of {}", self.tp), e))?;
+        tpl.add_partition_offset(&self.tp.topic, self.tp.partition, Offset::Offset(offset))
+            .map_err(|e| kafka_error(format!("positioning the reader of {}", self.tp), e))?;
         self.consumer.assign(&tpl).map_err(|e| kafka_error(format!("assigning {} to its reader", self.tp), e))?;
         self.position = Some(offset);
         Ok(())
@@ -455,7 +486,10 @@ impl Reader {
                         key: m.key().map(<[u8]>::to_vec),
                         value: m.payload().map(<[u8]>::to_vec),
                         timestamp: m.timestamp().to_millis().unwrap_or(0),
-                        headers: m.headers().map(|h| h.iter().map(|h| (h.key.to_owned(), h.value.map(<[u8]>::to_vec))).collect()).unwrap_or_default(),
+                        headers: m
+                            .headers()
+                            .map(|h| h.iter().map(|h| (h.key.to_owned(), h.value.map(<[u8]>::to_vec))).collect())
+                            .unwrap_or_default(),
                     };
                     bytes += record.size();
                     self.position = Some(m.offset() + 1);
@@ -495,7 +529,10 @@ impl Reader {
                 }
                 None if Instant::now() >= hard => {
                     self.position = None;
-                    return Err(timed_out(format!("records of {} from offset {offset} exist but none arrived within {:?}", self.tp, inner.options.request_timeout)));
+                    return Err(timed_out(format!(
+                        "records of {} from offset {offset} exist but none arrived within {:?}",
+                        self.tp, inner.options.request_timeout
+                    )));
                 }
                 None => {}
             }
@@ -517,7 +554,11 @@ impl Log for KafkaLog {
             .set("cleanup.policy", config.cleanup.name())
             .set("retention.ms", &retention_ms)
             .set("retention.bytes", &retention_bytes);
-        let results = inner.admin.create_topics([&topic], &inner.admin_options()).await.map_err(|e| kafka_error(format!("creating topic {name}"), e))?;
+        let results = inner
+            .admin
+            .create_topics([&topic], &inner.admin_options())
+            .await
+            .map_err(|e| kafka_error(format!("creating topic {name}"), e))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -531,7 +572,8 @@ impl Log for KafkaLog {
     async fn list_topics(&self) -> LogResult<Vec<String>> {
         self.blocking(|inner| {
             let md = inner.metadata(None)?;
-            let mut names: Vec<String> = md.topics().iter().map(|t| t.name().to_owned()).filter(|n| !INTERNAL_TOPICS.contains(&n.as_str())).collect();
+            let mut names: Vec<String> =
+                md.topics().iter().map(|t| t.name().to_owned()).filter(|n| !INTERNAL_TOPICS.contains(&n.as_str())).collect();
             names.sort();
             Ok(names)
         })
@@ -640,7 +682,8 @@ impl Log for KafkaLog {
             let consumer = inner.group_consumer(&group)?;
             let mut tpl = TopicPartitionList::with_capacity(offsets.len());
             for (tp, o) in &offsets {
-                tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o)).map_err(|e| kafka_error(format!("committing offsets of group {group}"), e))?;
+                tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(*o))
+                    .map_err(|e| kafka_error(format!("committing offsets of group {group}"), e))?;
             }
             consumer.commit(&tpl, CommitMode::Sync).map_err(|e| kafka_error(format!("committing offsets of group {group}"), e))
         })
@@ -663,7 +706,9 @@ impl Log for KafkaLog {
                 return Ok(BTreeMap::new());
             }
             let consumer = inner.group_consumer(&group)?;
-            let committed = consumer.committed_offsets(tpl, inner.options.request_timeout).map_err(|e| kafka_error(format!("fetching the offsets of group {group}"), e))?;
+            let committed = consumer
+                .committed_offsets(tpl, inner.options.request_timeout)
+                .map_err(|e| kafka_error(format!("fetching the offsets of group {group}"), e))?;
             Ok(committed
                 .elements()
                 .iter()
@@ -678,7 +723,12 @@ impl Log for KafkaLog {
 
     async fn delete_group(&self, group: &str) -> LogResult<()> {
         self.inner.groups.lock().unwrap_or_else(|p| p.into_inner()).remove(group);
-        let results = self.inner.admin.delete_groups(&[group], &self.inner.admin_options()).await.map_err(|e| kafka_error(format!("deleting group {group}"), e))?;
+        let results = self
+            .inner
+            .admin
+            .delete_groups(&[group], &self.inner.admin_options())
+            .await
+            .map_err(|e| kafka_error(format!("deleting group {group}"), e))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}

@@ -72,7 +72,9 @@ pub enum LogError {
 impl From<LogError> for ConnectError {
     fn from(e: LogError) -> Self {
         match e {
-            LogError::Io { .. } | LogError::Closed | LogError::Unavailable { .. } => ConnectError::retriable_from("the log is unavailable", e),
+            LogError::Io { .. } | LogError::Closed | LogError::Unavailable { .. } => {
+                ConnectError::retriable_from("the log is unavailable", e)
+            }
             other => ConnectError::fatal_from("log operation failed", other),
         }
     }

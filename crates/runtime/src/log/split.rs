@@ -66,7 +66,8 @@ impl Log for SplitLog {
 
     fn append(&self, records: Vec<Produce>) -> AppendFuture {
         type Indexed = Vec<(usize, Produce)>;
-        let (internal, data): (Indexed, Indexed) = records.into_iter().enumerate().partition(|(_, p)| self.internal_topics.contains(&p.topic));
+        let (internal, data): (Indexed, Indexed) =
+            records.into_iter().enumerate().partition(|(_, p)| self.internal_topics.contains(&p.topic));
         let total = internal.len() + data.len();
         let split = |part: Vec<(usize, Produce)>| -> (Vec<usize>, Vec<Produce>) { part.into_iter().unzip() };
         let (internal_at, internal) = split(internal);
@@ -126,7 +127,12 @@ mod tests {
         log.ensure_topic("connect-offsets", TopicConfig::compacted(1)).await.unwrap();
         log.ensure_topic("orders", TopicConfig::new(1)).await.unwrap();
         let offsets = log
-            .append(vec![produce("orders", "o0"), produce("connect-offsets", "c0"), produce("orders", "o1"), produce("connect-offsets", "c1")])
+            .append(vec![
+                produce("orders", "o0"),
+                produce("connect-offsets", "c0"),
+                produce("orders", "o1"),
+                produce("connect-offsets", "c1"),
+            ])
             .await
             .unwrap();
         assert_eq!(offsets, vec![0, 0, 1, 1]);

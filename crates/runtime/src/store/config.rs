@@ -95,7 +95,8 @@ impl ConfigStore {
 
     /// Writes every task config, then the commit record that makes them take effect.
     pub async fn put_task_configs(&self, name: &str, tasks: &[Props]) -> LogResult<()> {
-        let mut records: Vec<_> = tasks.iter().enumerate().map(|(i, t)| (format!("task-{name}-{i}"), Some(json!({ "properties": t })))).collect();
+        let mut records: Vec<_> =
+            tasks.iter().enumerate().map(|(i, t)| (format!("task-{name}-{i}"), Some(json!({ "properties": t })))).collect();
         records.push((format!("commit-{name}"), Some(json!({ "tasks": tasks.len() }))));
         self.write(records).await
     }
@@ -134,11 +135,11 @@ fn apply(snapshot: &mut ConfigSnapshot, pending: &mut BTreeMap<String, BTreeMap<
     if let Some(name) = key.strip_prefix("connector-") {
         match value.as_ref().and_then(properties) {
             Some(config) => {
-                snapshot
-                    .connectors
-                    .entry(name.to_owned())
-                    .and_modify(|c| c.config = config.clone())
-                    .or_insert(ConnectorConfigState { config, target: TargetState::Started, tasks: Vec::new() });
+                snapshot.connectors.entry(name.to_owned()).and_modify(|c| c.config = config.clone()).or_insert(ConnectorConfigState {
+                    config,
+                    target: TargetState::Started,
+                    tasks: Vec::new(),
+                });
             }
             None => {
                 snapshot.connectors.remove(name);

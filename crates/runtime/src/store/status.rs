@@ -37,7 +37,9 @@ impl StatusStore {
         for p in 0..count {
             for r in super::read_all(log.as_ref(), &TopicPartition::new(topic, p)).await? {
                 let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
-                let Some((topic_name, connector)) = key.strip_prefix("status-topic-").and_then(|k| k.split_once(":connector-")) else { continue };
+                let Some((topic_name, connector)) = key.strip_prefix("status-topic-").and_then(|k| k.split_once(":connector-")) else {
+                    continue;
+                };
                 let set = board.topics.entry(connector.to_owned()).or_default();
                 if r.record.value.is_some() {
                     set.insert(topic_name.to_owned());
@@ -179,7 +181,11 @@ impl StatusStore {
 fn apply_status(board: &mut Board, key: &str, value: Option<&Json>) {
     let parse = |v: &Json| -> Option<StateInfo> {
         let state = serde_json::from_value(v.get("state")?.clone()).ok()?;
-        Some(StateInfo { state, trace: v.get("trace").and_then(Json::as_str).map(str::to_owned), worker_id: v.get("worker_id").and_then(Json::as_str).unwrap_or_default().to_owned() })
+        Some(StateInfo {
+            state,
+            trace: v.get("trace").and_then(Json::as_str).map(str::to_owned),
+            worker_id: v.get("worker_id").and_then(Json::as_str).unwrap_or_default().to_owned(),
+        })
     };
     if let Some(name) = key.strip_prefix("status-connector-") {
         match value.and_then(parse) {

@@ -38,18 +38,62 @@ pub fn def() -> ConfigDef {
     let key = |name: &str, ty, doc: &str| ConfigKey::new(name, ty, Importance::Medium, doc);
     ConfigDef::new()
         .define(
-            key(TOLERANCE, ConfigType::String, "Behaviour for tolerating errors: 'none' fails the task on the first bad record; 'all' skips bad records.")
-                .default_value("none")
-                .validator(Validator::one_of(&["none", "all"]))
-                .group(GROUP, 1, "Error Tolerance"),
+            key(
+                TOLERANCE,
+                ConfigType::String,
+                "Behaviour for tolerating errors: 'none' fails the task on the first bad record; 'all' skips bad records.",
+            )
+            .default_value("none")
+            .validator(Validator::one_of(&["none", "all"]))
+            .group(GROUP, 1, "Error Tolerance"),
         )
-        .define(key(RETRY_TIMEOUT, ConfigType::Long, "Maximum duration in milliseconds that a failed operation will be reattempted; 0 for no retries, -1 for no limit.").default_value("0").validator(Validator::AtLeast(-1)).group(GROUP, 2, "Retry Timeout for Errors"))
-        .define(key(RETRY_DELAY_MAX, ConfigType::Long, "Maximum duration in milliseconds between consecutive retry attempts.").default_value("60000").validator(Validator::AtLeast(1)).group(GROUP, 3, "Maximum Delay Between Retries for Errors"))
-        .define(key(LOG_ENABLE, ConfigType::Boolean, "Log each error and the details of the failed operation.").default_value("false").group(GROUP, 4, "Log Errors"))
-        .define(key(LOG_INCLUDE_MESSAGES, ConfigType::Boolean, "Include the record in the error log.").default_value("false").group(GROUP, 5, "Log Error Details"))
-        .define(key(DLQ_TOPIC, ConfigType::String, "The dead-letter topic for records that could not be processed; empty for none.").default_value("").group(GROUP, 6, "Dead Letter Queue Topic Name"))
-        .define(key(DLQ_REPLICATION_FACTOR, ConfigType::Short, "Replication factor of the dead-letter topic when it is created (accepted; the embedded log keeps one copy).").default_value("3").group(GROUP, 7, "Dead Letter Queue Topic Replication Factor"))
-        .define(key(DLQ_CONTEXT_HEADERS, ConfigType::Boolean, "Add headers with the error context to dead-letter records.").default_value("false").group(GROUP, 8, "Enable Error Context Headers"))
+        .define(
+            key(
+                RETRY_TIMEOUT,
+                ConfigType::Long,
+                "Maximum duration in milliseconds that a failed operation will be reattempted; 0 for no retries, -1 for no limit.",
+            )
+            .default_value("0")
+            .validator(Validator::AtLeast(-1))
+            .group(GROUP, 2, "Retry Timeout for Errors"),
+        )
+        .define(
+            key(RETRY_DELAY_MAX, ConfigType::Long, "Maximum duration in milliseconds between consecutive retry attempts.")
+                .default_value("60000")
+                .validator(Validator::AtLeast(1))
+                .group(GROUP, 3, "Maximum Delay Between Retries for Errors"),
+        )
+        .define(
+            key(LOG_ENABLE, ConfigType::Boolean, "Log each error and the details of the failed operation.").default_value("false").group(
+                GROUP,
+                4,
+                "Log Errors",
+            ),
+        )
+        .define(key(LOG_INCLUDE_MESSAGES, ConfigType::Boolean, "Include the record in the error log.").default_value("false").group(
+            GROUP,
+            5,
+            "Log Error Details",
+        ))
+        .define(
+            key(DLQ_TOPIC, ConfigType::String, "The dead-letter topic for records that could not be processed; empty for none.")
+                .default_value("")
+                .group(GROUP, 6, "Dead Letter Queue Topic Name"),
+        )
+        .define(
+            key(
+                DLQ_REPLICATION_FACTOR,
+                ConfigType::Short,
+                "Replication factor of the dead-letter topic when it is created (accepted; the embedded log keeps one copy).",
+            )
+            .default_value("3")
+            .group(GROUP, 7, "Dead Letter Queue Topic Replication Factor"),
+        )
+        .define(
+            key(DLQ_CONTEXT_HEADERS, ConfigType::Boolean, "Add headers with the error context to dead-letter records.")
+                .default_value("false")
+                .group(GROUP, 8, "Enable Error Context Headers"),
+        )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +115,14 @@ pub struct ErrorPolicy {
 
 impl Default for ErrorPolicy {
     fn default() -> Self {
-        Self { tolerate_all: false, retry_timeout: Some(Duration::ZERO), retry_delay_max: Duration::from_secs(60), log_enable: false, log_include_messages: false, dlq: None }
+        Self {
+            tolerate_all: false,
+            retry_timeout: Some(Duration::ZERO),
+            retry_delay_max: Duration::from_secs(60),
+            log_enable: false,
+            log_include_messages: false,
+            dlq: None,
+        }
     }
 }
 

@@ -126,7 +126,10 @@ fn make_converter(key: &str, spec: &ConverterSpec, is_key: bool) -> ConnectResul
 fn make_header_converter(spec: &ConverterSpec) -> ConnectResult<Box<dyn HeaderConverter>> {
     let plugin = convert::find_header_converter(&spec.class).ok_or_else(|| {
         let available: Vec<_> = convert::header_converters().iter().map(|p| p.class).collect();
-        ConnectError::config("header.converter", format!("unknown header converter class '{}'; available: {}", spec.class, available.join(", ")))
+        ConnectError::config(
+            "header.converter",
+            format!("unknown header converter class '{}'; available: {}", spec.class, available.join(", ")),
+        )
     })?;
     (plugin.create)(&spec.props)
 }

@@ -160,7 +160,10 @@ impl SinkRunner {
                             return Ok(());
                         }
                     }
-                    Err(e) => return Err(Stage::Task.fail(format!("{} records starting at {} offset {}", fetched.len(), fetched[0].0, fetched[0].1.offset), e)),
+                    Err(e) => {
+                        return Err(Stage::Task
+                            .fail(format!("{} records starting at {} offset {}", fetched.len(), fetched[0].0, fetched[0].1.offset), e))
+                    }
                 }
             }
             for (tp, r) in &fetched {
@@ -202,7 +205,14 @@ impl SinkRunner {
     /// Converts fetched records. A record that fails goes to the error policy: the task
     /// fails, or the record is skipped (and, with a dead-letter topic, returned as a dead
     /// letter). With `report` false, failures are skipped silently (a redelivery).
-    async fn convert(c: &RecordConverters, chain: &TransformChain, errors: &ErrorPolicy, id: &ConnectorTaskId, fetched: &[(TopicPartition, StoredRecord)], report: bool) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
+    async fn convert(
+        c: &RecordConverters,
+        chain: &TransformChain,
+        errors: &ErrorPolicy,
+        id: &ConnectorTaskId,
+        fetched: &[(TopicPartition, StoredRecord)],
+        report: bool,
+    ) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
         let mut out = Vec::with_capacity(fetched.len());
         let mut dead = Vec::new();
         for (tp, r) in fetched {
@@ -210,7 +220,10 @@ impl SinkRunner {
                 if chain.is_empty() {
                     return Ok(Some(record));
                 }
-                chain.apply(TransformRecord::from(record)).map(|t| t.map(TransformRecord::into_sink_record)).map_err(|e| (Stage::Transformation, e))
+                chain
+                    .apply(TransformRecord::from(record))
+                    .map(|t| t.map(TransformRecord::into_sink_record))
+                    .map_err(|e| (Stage::Transformation, e))
             });
             match transformed {
                 Ok(Some(record)) => out.push(record),
@@ -227,7 +240,12 @@ impl SinkRunner {
                         key: r.record.key.clone(),
                         value: r.record.value.clone(),
                         headers: r.record.headers.clone(),
-                        describe: r.record.value.as_deref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_else(|| "null".to_owned()),
+                        describe: r
+                            .record
+                            .value
+                            .as_deref()
+                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                            .unwrap_or_else(|| "null".to_owned()),
                     };
                     if let Some(d) = errors.handle(failed, err)? {
                         dead.push(d);
@@ -239,12 +257,20 @@ impl SinkRunner {
         Ok((out, dead))
     }
 
-    async fn convert_record(c: &RecordConverters, errors: &ErrorPolicy, tp: &TopicPartition, r: &StoredRecord) -> Result<SinkRecord, (Stage, sluice_api::ConnectError)> {
-        let (key_schema, key) = errors.call(|| c.key.to_connect(&tp.topic, r.record.key.as_deref())).await.map_err(|e| (Stage::KeyConverter, e))?;
-        let (value_schema, value) = errors.call(|| c.value.to_connect(&tp.topic, r.record.value.as_deref())).await.map_err(|e| (Stage::ValueConverter, e))?;
+    async fn convert_record(
+        c: &RecordConverters,
+        errors: &ErrorPolicy,
+        tp: &TopicPartition,
+        r: &StoredRecord,
+    ) -> Result<SinkRecord, (Stage, sluice_api::ConnectError)> {
+        let (key_schema, key) =
+            errors.call(|| c.key.to_connect(&tp.topic, r.record.key.as_deref())).await.map_err(|e| (Stage::KeyConverter, e))?;
+        let (value_schema, value) =
+            errors.call(|| c.value.to_connect(&tp.topic, r.record.value.as_deref())).await.map_err(|e| (Stage::ValueConverter, e))?;
         let mut headers = sluice_api::Headers::default();
         for (k, v) in &r.record.headers {
-            let (schema, value) = errors.call(|| c.header.to_connect_header(&tp.topic, k, v.as_deref())).await.map_err(|e| (Stage::HeaderConverter, e))?;
+            let (schema, value) =
+                errors.call(|| c.header.to_connect_header(&tp.topic, k, v.as_deref())).await.map_err(|e| (Stage::HeaderConverter, e))?;
             headers.add(k.clone(), schema, value);
         }
         Ok(SinkRecord {
@@ -277,7 +303,8 @@ impl SinkRunner {
             }
         }
         all.sort();
-        let mine: Vec<_> = all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
+        let mine: Vec<_> =
+            all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
         let new: Vec<_> = mine.iter().filter(|tp| !state.next.contains_key(*tp)).cloned().collect();
         if new.is_empty() {
             return Ok(());
@@ -305,10 +332,8 @@ impl SinkRunner {
                 return;
             }
         };
-        let forward: BTreeMap<TopicPartition, i64> = durable
-            .into_iter()
-            .filter(|(tp, o)| state.next.contains_key(tp) && state.committed.get(tp).is_none_or(|c| o > c))
-            .collect();
+        let forward: BTreeMap<TopicPartition, i64> =
+            durable.into_iter().filter(|(tp, o)| state.next.contains_key(tp) && state.committed.get(tp).is_none_or(|c| o > c)).collect();
         if forward.is_empty() {
             return;
         }

@@ -179,7 +179,11 @@ impl SourceRunner {
     /// Converts a polled batch into log records, applying the error policy per record.
     /// Every polled record's offset counts, whether it was written, skipped or sent to the
     /// dead-letter topic.
-    async fn convert(&mut self, router: &mut Router, records: Vec<SourceRecord>) -> ConnectResult<(Vec<Produce>, Vec<(SourcePartition, SourceOffset)>)> {
+    async fn convert(
+        &mut self,
+        router: &mut Router,
+        records: Vec<SourceRecord>,
+    ) -> ConnectResult<(Vec<Produce>, Vec<(SourcePartition, SourceOffset)>)> {
         let mut batch = Vec::with_capacity(records.len());
         let mut newest: Vec<(SourcePartition, SourceOffset)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
@@ -193,7 +197,10 @@ impl SourceRunner {
                 // nothing is copied per record.
                 let copy = self.errors.tolerate_all.then(|| r.clone());
                 let mut t = TransformRecord::from(r);
-                let RecordOrigin::Source { partition, offset } = std::mem::replace(&mut t.origin, RecordOrigin::Source { partition: SourcePartition::new(), offset: SourceOffset::new() }) else {
+                let RecordOrigin::Source { partition, offset } = std::mem::replace(
+                    &mut t.origin,
+                    RecordOrigin::Source { partition: SourcePartition::new(), offset: SourceOffset::new() },
+                ) else {
                     unreachable!("a source record has a source origin")
                 };
                 let origin = (partition, offset);
@@ -209,7 +216,11 @@ impl SourceRunner {
                     Err(err) => {
                         let failed = match &copy {
                             Some(original) => self.failed_record(original, Stage::Transformation),
-                            None => FailedRecord::position_only(&self.id, Stage::Transformation, format!("source partition {:?} offset {:?}", origin.0, origin.1)),
+                            None => FailedRecord::position_only(
+                                &self.id,
+                                Stage::Transformation,
+                                format!("source partition {:?} offset {:?}", origin.0, origin.1),
+                            ),
                         };
                         if let Some(dead) = self.errors.handle(failed, err)? {
                             batch.push(dead);
@@ -222,7 +233,10 @@ impl SourceRunner {
             match Self::convert_record(&self.converters, &self.errors, &r).await {
                 Ok((key, value, headers)) => {
                     let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
-                    let partition = router.partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref()).await.map_err(|e| Stage::Producer.fail(position(), e))?;
+                    let partition = router
+                        .partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref())
+                        .await
+                        .map_err(|e| Stage::Producer.fail(position(), e))?;
                     // Once per topic and batch, not once per task: a topic must come back after a
                     // reset of the connector's active topics.
                     if batch_topic.as_deref() != Some(r.topic.as_str()) {
@@ -247,12 +261,23 @@ impl SourceRunner {
     }
 
     /// Key, value and header bytes of one record, or the stage that failed.
-    async fn convert_record(c: &RecordConverters, errors: &ErrorPolicy, r: &SourceRecord) -> Result<ConvertedRecord, (Stage, ConnectError)> {
-        let key = errors.call(|| c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key)).await.map_err(|e| (Stage::KeyConverter, e))?;
-        let value = errors.call(|| c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value)).await.map_err(|e| (Stage::ValueConverter, e))?;
+    async fn convert_record(
+        c: &RecordConverters,
+        errors: &ErrorPolicy,
+        r: &SourceRecord,
+    ) -> Result<ConvertedRecord, (Stage, ConnectError)> {
+        let key =
+            errors.call(|| c.key.from_connect(&r.topic, r.key_schema.as_ref(), &r.key)).await.map_err(|e| (Stage::KeyConverter, e))?;
+        let value = errors
+            .call(|| c.value.from_connect(&r.topic, r.value_schema.as_ref(), &r.value))
+            .await
+            .map_err(|e| (Stage::ValueConverter, e))?;
         let mut headers = Vec::with_capacity(r.headers.0.len());
         for h in r.headers.iter() {
-            let bytes = errors.call(|| c.header.from_connect_header(&r.topic, &h.key, h.schema.as_ref(), &h.value)).await.map_err(|e| (Stage::HeaderConverter, e))?;
+            let bytes = errors
+                .call(|| c.header.from_connect_header(&r.topic, &h.key, h.schema.as_ref(), &h.value))
+                .await
+                .map_err(|e| (Stage::HeaderConverter, e))?;
             headers.push((h.key.clone(), bytes));
         }
         Ok((key, value, headers))
@@ -286,7 +311,12 @@ impl SourceRunner {
 }
 
 /// Records `offset` as the newest of its source partition in this batch.
-fn track(newest: &mut Vec<(SourcePartition, SourceOffset)>, index: &mut HashMap<String, usize>, partition: SourcePartition, offset: SourceOffset) {
+fn track(
+    newest: &mut Vec<(SourcePartition, SourceOffset)>,
+    index: &mut HashMap<String, usize>,
+    partition: SourcePartition,
+    offset: SourceOffset,
+) {
     // Most batches come from one source partition: compare with the last one before paying
     // for a canonical key.
     match newest.last_mut() {
@@ -407,7 +437,8 @@ impl Committer {
         if self.pending.is_empty() {
             return;
         }
-        let entries: Vec<(SourcePartition, Option<SourceOffset>)> = self.pending.values().map(|(p, o)| (p.clone(), Some(o.clone()))).collect();
+        let entries: Vec<(SourcePartition, Option<SourceOffset>)> =
+            self.pending.values().map(|(p, o)| (p.clone(), Some(o.clone()))).collect();
         match self.store.write(&self.connector, &entries).await {
             Ok(()) => {
                 let committed = std::mem::take(&mut self.pending).into_values().collect();

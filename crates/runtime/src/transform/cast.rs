@@ -9,7 +9,9 @@ use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, 
 use super::extract_field::replace_null_key;
 use super::java_text::{big_decimal_string, decimal_unscaled, java_double, java_float, parse_java_boolean};
 use super::record::Side;
-use super::require::{copy_basics, field_value, inferred_type, kind_of, map_get, map_put, push_field, require_map, require_struct, SchemaCache};
+use super::require::{
+    copy_basics, field_value, inferred_type, kind_of, map_get, map_put, push_field, require_map, require_struct, SchemaCache,
+};
 use super::temporal::{iso_text, MILLIS_PER_DAY};
 use super::{Transform, TransformRecord};
 
@@ -123,7 +125,9 @@ fn cast_value(schema: Option<&Schema>, v: &Value, target: SchemaType, what: &str
         return Ok(Value::Null);
     }
     let from = schema.map(|s| s.kind).or_else(|| inferred_type(v)).unwrap_or(SchemaType::Bytes);
-    let fail = |why: String| ConnectError::fatal(format!("{NAME}: {what} of type {} cannot be cast to {}: {why}", type_name(from), type_name(target)));
+    let fail = |why: String| {
+        ConnectError::fatal(format!("{NAME}: {what} of type {} cannot be cast to {}: {why}", type_name(from), type_name(target)))
+    };
     if matches!(from, SchemaType::Array | SchemaType::Map | SchemaType::Struct) {
         return Err(fail("only primitive types can be cast".to_owned()));
     }
@@ -138,7 +142,9 @@ fn cast_value(schema: Option<&Schema>, v: &Value, target: SchemaType, what: &str
     if target == SchemaType::String {
         let text = match (temporal_ms, decimal, v) {
             (Some(ms), _, _) => iso_text(ms),
-            (_, Some(scale), Value::Bytes(b)) => big_decimal_string(decimal_unscaled(b).ok_or_else(|| fail("the decimal is wider than 128 bits".to_owned()))?, scale),
+            (_, Some(scale), Value::Bytes(b)) => {
+                big_decimal_string(decimal_unscaled(b).ok_or_else(|| fail("the decimal is wider than 128 bits".to_owned()))?, scale)
+            }
             (_, _, Value::Bytes(b)) => base64::engine::general_purpose::STANDARD.encode(b),
             (_, _, Value::String(s)) => s.clone(),
             (_, _, Value::Boolean(b)) => b.to_string(),
@@ -149,7 +155,9 @@ fn cast_value(schema: Option<&Schema>, v: &Value, target: SchemaType, what: &str
         return Ok(Value::String(text));
     }
     let num = match (decimal, v) {
-        (Some(scale), Value::Bytes(b)) => Num::Dec(decimal_unscaled(b).ok_or_else(|| fail("the decimal is wider than 128 bits".to_owned()))?, scale),
+        (Some(scale), Value::Bytes(b)) => {
+            Num::Dec(decimal_unscaled(b).ok_or_else(|| fail("the decimal is wider than 128 bits".to_owned()))?, scale)
+        }
         (_, Value::Bytes(_)) => return Err(fail("bytes can only be cast to string".to_owned())),
         (_, Value::Boolean(b)) => Num::Int(i64::from(*b)),
         (_, Value::Float32(f)) => Num::F32(*f),
@@ -298,5 +306,10 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
     if casts.iter().any(|(f, _)| f.is_none()) && casts.len() > 1 {
         return Err(ConnectError::config("spec", "a cast of the entire value to one type must be the only entry in spec"));
     }
-    Ok(Box::new(Cast { side, casts, replace_null_with_default: config.boolean("replace.null.with.default"), cache: SchemaCache::default() }))
+    Ok(Box::new(Cast {
+        side,
+        casts,
+        replace_null_with_default: config.boolean("replace.null.with.default"),
+        cache: SchemaCache::default(),
+    }))
 }

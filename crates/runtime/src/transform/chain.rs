@@ -88,12 +88,7 @@ impl TransformChain {
             match stage.transform.apply(record) {
                 Ok(Some(next)) => record = next,
                 Ok(None) => return Ok(None),
-                Err(e) => {
-                    return Err(ConnectError::fatal_from(
-                        format!("transformation {} ({}) failed", stage.alias, stage.class),
-                        e,
-                    ))
-                }
+                Err(e) => return Err(ConnectError::fatal_from(format!("transformation {} ({}) failed", stage.alias, stage.class), e)),
             }
         }
         Ok(Some(record))
@@ -118,18 +113,33 @@ pub fn enriched_config_def(props: &Props) -> ConfigDef {
         let prefix = format!("{TRANSFORMS}.{alias}.");
         let group = format!("Transforms: {alias}");
         def = def.define(
-            ConfigKey::new(&format!("{prefix}type"), ConfigType::Class, Importance::High, &format!("Class for the '{alias}' transformation."))
-                .group(&group, 0, &format!("Transformation type for {alias}")),
+            ConfigKey::new(
+                &format!("{prefix}type"),
+                ConfigType::Class,
+                Importance::High,
+                &format!("Class for the '{alias}' transformation."),
+            )
+            .group(&group, 0, &format!("Transformation type for {alias}")),
         );
         def = def.define(
-            ConfigKey::new(&format!("{prefix}{PREDICATE}"), ConfigType::String, Importance::Medium, "The alias of a predicate used to determine whether to apply this transformation.")
-                .default_value("")
-                .group(&group, 1, PREDICATE),
+            ConfigKey::new(
+                &format!("{prefix}{PREDICATE}"),
+                ConfigType::String,
+                Importance::Medium,
+                "The alias of a predicate used to determine whether to apply this transformation.",
+            )
+            .default_value("")
+            .group(&group, 1, PREDICATE),
         );
         def = def.define(
-            ConfigKey::new(&format!("{prefix}{NEGATE}"), ConfigType::Boolean, Importance::Medium, "Whether the configured predicate should be negated.")
-                .default_value("false")
-                .group(&group, 2, NEGATE),
+            ConfigKey::new(
+                &format!("{prefix}{NEGATE}"),
+                ConfigType::Boolean,
+                Importance::Medium,
+                "Whether the configured predicate should be negated.",
+            )
+            .default_value("false")
+            .group(&group, 2, NEGATE),
         );
         if let Some(plugin) = props.get(&format!("{prefix}type")).and_then(|c| transform_plugin(c.trim())) {
             def = embed(def, &prefix, &group, 3, &(plugin.config_def)(), &[PREDICATE, NEGATE]);
@@ -193,7 +203,13 @@ fn unique_aliases(props: &Props, key: &str, errors: &mut Vec<(String, String)>) 
 
 /// Turns a plugin's own config errors into errors on the prefixed keys; every other error
 /// is reported on the `type` key.
-fn plugin_errors(prefix: &str, def: &ConfigDef, own: &Props, create: impl FnOnce() -> ConnectResult<()>, errors: &mut Vec<(String, String)>) -> bool {
+fn plugin_errors(
+    prefix: &str,
+    def: &ConfigDef,
+    own: &Props,
+    create: impl FnOnce() -> ConnectResult<()>,
+    errors: &mut Vec<(String, String)>,
+) -> bool {
     let before = errors.len();
     for v in def.validate(own) {
         for e in v.errors {
@@ -219,7 +235,10 @@ fn build(props: &Props, errors: &mut Vec<(String, String)>) -> TransformChain {
         let prefix = format!("{PREDICATES}.{alias}.");
         let type_key = format!("{prefix}type");
         let Some(class) = props.get(&type_key).map(|c| c.trim()).filter(|c| !c.is_empty()) else {
-            errors.push((type_key.clone(), format!("missing required configuration \"{type_key}\" which has no default value: set it to a predicate class")));
+            errors.push((
+                type_key.clone(),
+                format!("missing required configuration \"{type_key}\" which has no default value: set it to a predicate class"),
+            ));
             continue;
         };
         let Some(plugin) = predicate_plugin(class) else {
@@ -251,19 +270,28 @@ fn build(props: &Props, errors: &mut Vec<(String, String)>) -> TransformChain {
                 _ => errors.push((negate_key.clone(), format!("invalid value {raw}: expected true or false"))),
             }
             if predicate_alias.is_none() {
-                errors.push((negate_key.clone(), format!("'{negate_key}' was provided but there is no '{predicate_key}' defining a predicate to be negated")));
+                errors.push((
+                    negate_key.clone(),
+                    format!("'{negate_key}' was provided but there is no '{predicate_key}' defining a predicate to be negated"),
+                ));
             }
         }
         let mut predicate = None;
         if let Some(p) = predicate_alias {
             if !predicate_aliases.iter().any(|a| a == p) {
-                errors.push((predicate_key.clone(), format!("predicate '{p}' is not defined: add it to 'predicates' and set 'predicates.{p}.type'")));
+                errors.push((
+                    predicate_key.clone(),
+                    format!("predicate '{p}' is not defined: add it to 'predicates' and set 'predicates.{p}.type'"),
+                ));
             } else if let Some(built) = built_predicates.get(p) {
                 predicate = Some((built.clone(), negate));
             }
         }
         let Some(class) = props.get(&type_key).map(|c| c.trim()).filter(|c| !c.is_empty()) else {
-            errors.push((type_key.clone(), format!("missing required configuration \"{type_key}\" which has no default value: set it to a transformation class")));
+            errors.push((
+                type_key.clone(),
+                format!("missing required configuration \"{type_key}\" which has no default value: set it to a transformation class"),
+            ));
             continue;
         };
         let Some(plugin) = transform_plugin(class) else {

@@ -39,7 +39,12 @@ pub(crate) struct ExtractField {
 impl ExtractField {
     /// A top-level field extractor, as Debezium's delegates use it.
     pub(crate) fn top_level(side: Side, field: &str) -> Self {
-        Self { side, original: field.to_owned(), path: FieldPath::parse(field, SyntaxVersion::V1, "field").expect("V1 paths always parse"), replace_null_with_default: true }
+        Self {
+            side,
+            original: field.to_owned(),
+            path: FieldPath::parse(field, SyntaxVersion::V1, "field").expect("V1 paths always parse"),
+            replace_null_with_default: true,
+        }
     }
 
     pub(crate) fn extract(&self, record: &mut TransformRecord) -> ConnectResult<()> {
@@ -54,7 +59,8 @@ impl ExtractField {
             }
             Some(schema) => {
                 let s = require_struct_or_null(&value, NAME, PURPOSE)?;
-                let field = self.path.field_from(&schema).ok_or_else(|| data_error(NAME, format_args!("unknown field `{}`", self.original)))?;
+                let field =
+                    self.path.field_from(&schema).ok_or_else(|| data_error(NAME, format_args!("unknown field `{}`", self.original)))?;
                 let out = match s {
                     None => Value::Null,
                     Some(s) => self.path.value_from_struct(s, self.replace_null_with_default, NAME)?,

@@ -13,8 +13,13 @@ const PURPOSE: &str = "flattening";
 
 pub(crate) fn config_def() -> ConfigDef {
     ConfigDef::new().define(
-        ConfigKey::new("delimiter", ConfigType::String, Importance::Medium, "Delimiter to insert between field names from the input record when generating field names for the output record")
-            .default_value("."),
+        ConfigKey::new(
+            "delimiter",
+            ConfigType::String,
+            Importance::Medium,
+            "Delimiter to insert between field names from the input record when generating field names for the output record",
+        )
+        .default_value("."),
     )
 }
 
@@ -35,18 +40,29 @@ impl Flatten {
 
     fn flatten_map(&self, m: &[(Value, Value)], prefix: &str, out: &mut Vec<(Value, Value)>) -> ConnectResult<()> {
         for (k, v) in m {
-            let key = k.as_str().ok_or_else(|| data_error(NAME, format_args!("map keys must be strings for {PURPOSE}, found {}", super::require::kind_of(k))))?;
+            let key = k.as_str().ok_or_else(|| {
+                data_error(NAME, format_args!("map keys must be strings for {PURPOSE}, found {}", super::require::kind_of(k)))
+            })?;
             let name = self.name(prefix, key);
             match v {
                 Value::Map(inner) => self.flatten_map(inner, &name, out)?,
-                Value::Struct(_) => return Err(data_error(NAME, format_args!("struct values are not supported without a schema (field `{name}`)"))),
+                Value::Struct(_) => {
+                    return Err(data_error(NAME, format_args!("struct values are not supported without a schema (field `{name}`)")))
+                }
                 other => map_put(out, &name, other.clone()),
             }
         }
         Ok(())
     }
 
-    fn flatten_schema(&self, schema: &Schema, prefix: &str, out: &mut Schema, optional: bool, parent_default: Option<&Struct>) -> ConnectResult<()> {
+    fn flatten_schema(
+        &self,
+        schema: &Schema,
+        prefix: &str,
+        out: &mut Schema,
+        optional: bool,
+        parent_default: Option<&Struct>,
+    ) -> ConnectResult<()> {
         for f in &schema.fields {
             let name = self.name(prefix, &f.name);
             let field_optional = optional || f.schema.optional;
@@ -59,7 +75,9 @@ impl Flatten {
                     };
                     self.flatten_schema(&f.schema, &name, out, field_optional, nested_default.as_ref())?;
                 }
-                SchemaType::Map => return Err(data_error(NAME, format_args!("map fields are not supported with a schema (field `{name}`)"))),
+                SchemaType::Map => {
+                    return Err(data_error(NAME, format_args!("map fields are not supported with a schema (field `{name}`)")))
+                }
                 kind => {
                     let mut s = copy_basics(&f.schema, kind);
                     s.optional = field_optional;

@@ -4,7 +4,9 @@ use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, 
 
 use super::extract_field::replace_null_key;
 use super::record::Side;
-use super::require::{copy_basics, data_error, field_value, field_value_by_name, map_get, map_remove, push_field, require_map, require_struct, SchemaCache};
+use super::require::{
+    copy_basics, data_error, field_value, field_value_by_name, map_get, map_remove, push_field, require_map, require_struct, SchemaCache,
+};
 use super::{Transform, TransformRecord};
 
 pub(crate) const DOC: &str = "Moves or copies fields in the key/value of a record into that record's headers. Corresponding elements of <code>fields</code> and <code>headers</code> together identify a field and the header it should be moved or copied to.";
@@ -62,7 +64,12 @@ impl Transform for HeaderFrom {
                         }
                         Ok(out)
                     })?;
-                    let values = schema.fields.iter().filter(|f| !self.fields.contains(&f.name)).map(|f| field_value(s, f, self.replace_null_with_default)).collect();
+                    let values = schema
+                        .fields
+                        .iter()
+                        .filter(|f| !self.fields.contains(&f.name))
+                        .map(|f| field_value(s, f, self.replace_null_with_default))
+                        .collect();
                     let out = Value::Struct(Struct::from_values(moved.clone(), values));
                     self.side.set(&mut record, Some(moved), out);
                 } else {
@@ -88,5 +95,12 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
         return Err(ConnectError::config("headers", "'fields' and 'headers' must have the same number of elements"));
     }
     let moving = config.string("operation").is_some_and(|o| o.eq_ignore_ascii_case("move"));
-    Ok(Box::new(HeaderFrom { side, fields, headers, moving, replace_null_with_default: config.boolean("replace.null.with.default"), cache: SchemaCache::default() }))
+    Ok(Box::new(HeaderFrom {
+        side,
+        fields,
+        headers,
+        moving,
+        replace_null_with_default: config.boolean("replace.null.with.default"),
+        cache: SchemaCache::default(),
+    }))
 }

@@ -7,10 +7,16 @@ use super::record::Side;
 use super::require::SchemaCache;
 use super::{Transform, TransformRecord};
 
-pub(crate) const DOC: &str = "Wrap data using the specified field name in a Struct when schema present, or a Map in the case of schemaless data.";
+pub(crate) const DOC: &str =
+    "Wrap data using the specified field name in a Struct when schema present, or a Map in the case of schemaless data.";
 
 pub(crate) fn config_def() -> ConfigDef {
-    ConfigDef::new().define(ConfigKey::new("field", ConfigType::String, Importance::Medium, "Field name for the single field that will be created in the resulting Struct or Map."))
+    ConfigDef::new().define(ConfigKey::new(
+        "field",
+        ConfigType::String,
+        Importance::Medium,
+        "Field name for the single field that will be created in the resulting Struct or Map.",
+    ))
 }
 
 struct HoistField {

@@ -1,7 +1,9 @@
 //! `InsertField`: adds fields from the record's metadata (topic, partition, offset,
 //! timestamp) or a static string. A null key or value passes through.
 
-use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Value};
+use sluice_api::{
+    ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Value,
+};
 
 use super::extract_field::replace_null_key;
 use super::record::Side;
@@ -91,7 +93,10 @@ impl InsertField {
         for (spec, base) in inserted {
             if let Some(spec) = spec {
                 if out.field(&spec.name).is_some() {
-                    return Err(data_error(NAME, format_args!("cannot insert field `{}`: the schema already has a field of that name", spec.name)));
+                    return Err(data_error(
+                        NAME,
+                        format_args!("cannot insert field `{}`: the schema already has a field of that name", spec.name),
+                    ));
                 }
                 push_field(&mut out, spec.name.clone(), spec.schema(base));
             }
@@ -111,7 +116,9 @@ impl InsertField {
             }
         }
         if let Some(s) = &self.offset {
-            let offset = record.kafka_offset().ok_or_else(|| data_error(NAME, format_args!("`offset.field` needs a record read by a sink task; this record comes from a source task")))?;
+            let offset = record.kafka_offset().ok_or_else(|| {
+                data_error(NAME, format_args!("`offset.field` needs a record read by a sink task; this record comes from a source task"))
+            })?;
             out.push((s.name.as_str(), Value::Int64(offset)));
         }
         if let Some(s) = &self.timestamp {
@@ -176,7 +183,10 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
         cache: SchemaCache::default(),
     };
     if t.topic.is_none() && t.partition.is_none() && t.offset.is_none() && t.timestamp.is_none() && t.static_field.is_none() {
-        return Err(ConnectError::config("topic.field", "no field insertion configured: set at least one of topic.field, partition.field, offset.field, timestamp.field, static.field"));
+        return Err(ConnectError::config(
+            "topic.field",
+            "no field insertion configured: set at least one of topic.field, partition.field, offset.field, timestamp.field, static.field",
+        ));
     }
     if let (Some(f), None) = (&t.static_field, &t.static_value) {
         return Err(ConnectError::config("static.value", format!("no value specified for static field `{}`", f.name)));

@@ -9,9 +9,14 @@ use super::{Transform, TransformRecord};
 pub(crate) const DOC: &str = "Add a header to each record.";
 
 pub(crate) fn config_def() -> ConfigDef {
-    ConfigDef::new()
-        .define(ConfigKey::new("header", ConfigType::String, Importance::High, "The name of the header."))
-        .define(ConfigKey::new("value.literal", ConfigType::String, Importance::High, "The literal value that is to be set as the header value on all records."))
+    ConfigDef::new().define(ConfigKey::new("header", ConfigType::String, Importance::High, "The name of the header.")).define(
+        ConfigKey::new(
+            "value.literal",
+            ConfigType::String,
+            Importance::High,
+            "The literal value that is to be set as the header value on all records.",
+        ),
+    )
 }
 
 struct InsertHeader {

@@ -19,8 +19,13 @@ pub(crate) fn config_def() -> ConfigDef {
     ConfigDef::new()
         .define(ConfigKey::new("fields", ConfigType::List, Importance::High, "Names of fields to mask."))
         .define(
-            ConfigKey::new("replacement", ConfigType::String, Importance::Low, "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only).")
-                .default_value(""),
+            ConfigKey::new(
+                "replacement",
+                ConfigType::String,
+                Importance::Low,
+                "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only).",
+            )
+            .default_value(""),
         )
         .define(replace_null_key())
 }
@@ -59,7 +64,10 @@ impl MaskField {
             Some(r) => {
                 let bad = || data_error(NAME, format_args!("cannot mask field `{field}`: replacement '{r}' is not a valid {}", kind_of(v)));
                 if temporal {
-                    return Err(data_error(NAME, format_args!("cannot mask field `{field}` of type {} with a custom replacement", name.unwrap_or_default())));
+                    return Err(data_error(
+                        NAME,
+                        format_args!("cannot mask field `{field}` of type {} with a custom replacement", name.unwrap_or_default()),
+                    ));
                 }
                 Ok(match v {
                     Value::Int8(_) => Value::Int8(r.trim().parse().map_err(|_| bad())?),
@@ -74,7 +82,12 @@ impl MaskField {
                         let (unscaled, s) = parse_big_decimal(r.trim()).ok_or_else(bad)?;
                         Value::Bytes(decimal_bytes(rescale(unscaled, s, scale).ok_or_else(bad)?))
                     }
-                    other => return Err(data_error(NAME, format_args!("cannot mask field `{field}` of type {} with a custom replacement", kind_of(other)))),
+                    other => {
+                        return Err(data_error(
+                            NAME,
+                            format_args!("cannot mask field `{field}` of type {} with a custom replacement", kind_of(other)),
+                        ))
+                    }
                 })
             }
         }
@@ -128,5 +141,10 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
         return Err(ConnectError::config("replacement", "String must be non-empty"));
     }
     let _ = Validator::NonEmpty;
-    Ok(Box::new(MaskField { side, fields, replacement: config.string("replacement"), replace_null_with_default: config.boolean("replace.null.with.default") }))
+    Ok(Box::new(MaskField {
+        side,
+        fields,
+        replacement: config.string("replacement"),
+        replace_null_with_default: config.boolean("replace.null.with.default"),
+    }))
 }

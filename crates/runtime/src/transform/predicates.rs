@@ -7,10 +7,12 @@ use super::{Predicate, TransformRecord};
 
 pub(crate) const HAS_HEADER_KEY_DOC: &str = "A predicate which is true for records with at least one header with the configured name.";
 pub(crate) const RECORD_IS_TOMBSTONE_DOC: &str = "A predicate which is true for records which are tombstones (i.e. have null value).";
-pub(crate) const TOPIC_NAME_MATCHES_DOC: &str = "A predicate which is true for records with a topic name that matches the configured regular expression.";
+pub(crate) const TOPIC_NAME_MATCHES_DOC: &str =
+    "A predicate which is true for records with a topic name that matches the configured regular expression.";
 
 pub(crate) fn has_header_key_config_def() -> ConfigDef {
-    ConfigDef::new().define(ConfigKey::new("name", ConfigType::String, Importance::Medium, "The header name.").validator(Validator::NonEmpty))
+    ConfigDef::new()
+        .define(ConfigKey::new("name", ConfigType::String, Importance::Medium, "The header name.").validator(Validator::NonEmpty))
 }
 
 pub(crate) fn record_is_tombstone_config_def() -> ConfigDef {
@@ -19,8 +21,13 @@ pub(crate) fn record_is_tombstone_config_def() -> ConfigDef {
 
 pub(crate) fn topic_name_matches_config_def() -> ConfigDef {
     ConfigDef::new().define(
-        ConfigKey::new("pattern", ConfigType::String, Importance::Medium, "A Java regular expression for matching against the name of a record's topic.")
-            .validator(Validator::NonEmpty),
+        ConfigKey::new(
+            "pattern",
+            ConfigType::String,
+            Importance::Medium,
+            "A Java regular expression for matching against the name of a record's topic.",
+        )
+        .validator(Validator::NonEmpty),
     )
 }
 
@@ -71,6 +78,5 @@ pub(crate) fn create_topic_name_matches(props: &Props) -> ConnectResult<Box<dyn 
 /// A regex that must match a whole string, as Java's `Matcher.matches()`; `key` names the
 /// configuration key in the error.
 pub(crate) fn full_match_regex(raw: &str, key: &str) -> ConnectResult<Regex> {
-    Regex::new(&format!("^(?:{raw})$"))
-        .map_err(|e| ConnectError::config(key, format!("'{raw}' is not a valid regular expression: {e}")))
+    Regex::new(&format!("^(?:{raw})$")).map_err(|e| ConnectError::config(key, format!("'{raw}' is not a valid regular expression: {e}")))
 }

@@ -176,7 +176,8 @@ mod tests {
         let back = TransformRecord::from(src.clone()).into_source_record();
         assert_eq!(back, src);
 
-        let sink = SinkRecord { topic: "t".into(), partition: 3, offset: 42, timestamp_type: TimestampType::CreateTime, ..Default::default() };
+        let sink =
+            SinkRecord { topic: "t".into(), partition: 3, offset: 42, timestamp_type: TimestampType::CreateTime, ..Default::default() };
         let rec = TransformRecord::from(sink.clone());
         assert_eq!(rec.kafka_offset(), Some(42));
         assert_eq!(rec.into_sink_record(), sink);

@@ -7,8 +7,9 @@ use sluice_api::{ConfigDef, ConnectResult, Props};
 use super::debezium::{event_router, extract_new_record_state};
 use super::record::Side;
 use super::{
-    cast, drop_headers, extract_field, filter, flatten, header_from, hoist_field, insert_field, insert_header, mask_field, predicates as preds,
-    regex_router, replace_field, set_schema_metadata, timestamp_converter, timestamp_router, value_to_key, Predicate, Transform,
+    cast, drop_headers, extract_field, filter, flatten, header_from, hoist_field, insert_field, insert_header, mask_field,
+    predicates as preds, regex_router, replace_field, set_schema_metadata, timestamp_converter, timestamp_router, value_to_key, Predicate,
+    Transform,
 };
 
 /// A transform in the registry.
@@ -63,7 +64,10 @@ static TRANSFORMS: &[TransformPlugin] = &[
     plugin!(kafka!("Cast$Value"), ["Cast$Value"], cast::DOC, cast, |p| cast::create(p, Side::Value)),
     plugin!(kafka!("DropHeaders"), ["DropHeaders"], drop_headers::DOC, drop_headers, drop_headers::create),
     plugin!(kafka!("ExtractField$Key"), ["ExtractField$Key"], extract_field::DOC, extract_field, |p| extract_field::create(p, Side::Key)),
-    plugin!(kafka!("ExtractField$Value"), ["ExtractField$Value"], extract_field::DOC, extract_field, |p| extract_field::create(p, Side::Value)),
+    plugin!(kafka!("ExtractField$Value"), ["ExtractField$Value"], extract_field::DOC, extract_field, |p| extract_field::create(
+        p,
+        Side::Value
+    )),
     plugin!(kafka!("Filter"), ["Filter"], filter::DOC, filter, filter::create),
     plugin!(kafka!("Flatten$Key"), ["Flatten$Key"], flatten::DOC, flatten, |p| flatten::create(p, Side::Key)),
     plugin!(kafka!("Flatten$Value"), ["Flatten$Value"], flatten::DOC, flatten, |p| flatten::create(p, Side::Value)),
@@ -78,14 +82,31 @@ static TRANSFORMS: &[TransformPlugin] = &[
     plugin!(kafka!("MaskField$Value"), ["MaskField$Value"], mask_field::DOC, mask_field, |p| mask_field::create(p, Side::Value)),
     plugin!(kafka!("RegexRouter"), ["RegexRouter"], regex_router::DOC, regex_router, regex_router::create),
     plugin!(kafka!("ReplaceField$Key"), ["ReplaceField$Key"], replace_field::DOC, replace_field, |p| replace_field::create(p, Side::Key)),
-    plugin!(kafka!("ReplaceField$Value"), ["ReplaceField$Value"], replace_field::DOC, replace_field, |p| replace_field::create(p, Side::Value)),
-    plugin!(kafka!("SetSchemaMetadata$Key"), ["SetSchemaMetadata$Key"], set_schema_metadata::DOC, set_schema_metadata, |p| set_schema_metadata::create(p, Side::Key)),
-    plugin!(kafka!("SetSchemaMetadata$Value"), ["SetSchemaMetadata$Value"], set_schema_metadata::DOC, set_schema_metadata, |p| set_schema_metadata::create(p, Side::Value)),
-    plugin!(kafka!("TimestampConverter$Key"), ["TimestampConverter$Key"], timestamp_converter::DOC, timestamp_converter, |p| timestamp_converter::create(p, Side::Key)),
-    plugin!(kafka!("TimestampConverter$Value"), ["TimestampConverter$Value"], timestamp_converter::DOC, timestamp_converter, |p| timestamp_converter::create(p, Side::Value)),
+    plugin!(kafka!("ReplaceField$Value"), ["ReplaceField$Value"], replace_field::DOC, replace_field, |p| replace_field::create(
+        p,
+        Side::Value
+    )),
+    plugin!(kafka!("SetSchemaMetadata$Key"), ["SetSchemaMetadata$Key"], set_schema_metadata::DOC, set_schema_metadata, |p| {
+        set_schema_metadata::create(p, Side::Key)
+    }),
+    plugin!(kafka!("SetSchemaMetadata$Value"), ["SetSchemaMetadata$Value"], set_schema_metadata::DOC, set_schema_metadata, |p| {
+        set_schema_metadata::create(p, Side::Value)
+    }),
+    plugin!(kafka!("TimestampConverter$Key"), ["TimestampConverter$Key"], timestamp_converter::DOC, timestamp_converter, |p| {
+        timestamp_converter::create(p, Side::Key)
+    }),
+    plugin!(kafka!("TimestampConverter$Value"), ["TimestampConverter$Value"], timestamp_converter::DOC, timestamp_converter, |p| {
+        timestamp_converter::create(p, Side::Value)
+    }),
     plugin!(kafka!("TimestampRouter"), ["TimestampRouter"], timestamp_router::DOC, timestamp_router, timestamp_router::create),
     plugin!(kafka!("ValueToKey"), ["ValueToKey"], value_to_key::DOC, value_to_key, value_to_key::create),
-    plugin!("io.debezium.transforms.ExtractNewRecordState", ["ExtractNewRecordState"], extract_new_record_state::DOC, extract_new_record_state, extract_new_record_state::create),
+    plugin!(
+        "io.debezium.transforms.ExtractNewRecordState",
+        ["ExtractNewRecordState"],
+        extract_new_record_state::DOC,
+        extract_new_record_state,
+        extract_new_record_state::create
+    ),
     plugin!("io.debezium.transforms.outbox.EventRouter", ["EventRouter"], event_router::DOC, event_router, event_router::create),
 ];
 

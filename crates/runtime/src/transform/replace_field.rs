@@ -14,8 +14,24 @@ const PURPOSE: &str = "field replacement";
 
 pub(crate) fn config_def() -> ConfigDef {
     ConfigDef::new()
-        .define(ConfigKey::new("exclude", ConfigType::List, Importance::Medium, "Fields to exclude. This takes precedence over the fields to include.").default_value(""))
-        .define(ConfigKey::new("include", ConfigType::List, Importance::Medium, "Fields to include. If specified, only these fields will be used.").default_value(""))
+        .define(
+            ConfigKey::new(
+                "exclude",
+                ConfigType::List,
+                Importance::Medium,
+                "Fields to exclude. This takes precedence over the fields to include.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                "include",
+                ConfigType::List,
+                Importance::Medium,
+                "Fields to include. If specified, only these fields will be used.",
+            )
+            .default_value(""),
+        )
         .define(ConfigKey::new("renames", ConfigType::List, Importance::Medium, "Field rename mappings.").default_value(""))
         .define(replace_null_key())
 }

@@ -66,7 +66,9 @@ pub(crate) fn require_struct_or_null<'a>(v: &'a Value, name: &str, purpose: &str
 pub(crate) fn require_map<'a>(v: &'a Value, name: &str, purpose: &str) -> ConnectResult<&'a Vec<(Value, Value)>> {
     match v {
         Value::Map(m) => Ok(m),
-        other => Err(data_error(name, format_args!("only map values are supported without a schema for {purpose}, found {}", kind_of(other)))),
+        other => {
+            Err(data_error(name, format_args!("only map values are supported without a schema for {purpose}, found {}", kind_of(other))))
+        }
     }
 }
 

@@ -57,7 +57,9 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
     let name = config.string("schema.name");
     let version = match config.string("schema.version") {
         None => None,
-        Some(v) => Some(v.parse::<i32>().map_err(|_| ConnectError::config("schema.version", format!("'{v}' is not a number of type INT")))?),
+        Some(v) => {
+            Some(v.parse::<i32>().map_err(|_| ConnectError::config("schema.version", format!("'{v}' is not a number of type INT")))?)
+        }
     };
     if name.is_none() && version.is_none() {
         return Err(ConnectError::config("schema.name", "neither schema name nor version configured: set schema.name or schema.version"));

@@ -11,7 +11,8 @@ use sluice_api::{Schema, SchemaRef, Value};
 
 pub(crate) const MILLIS_PER_DAY: i64 = 86_400_000;
 
-const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS: [&str; 12] =
+    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (month and day may be out of range).
@@ -316,10 +317,15 @@ fn starts_ci(s: &str, prefix: &str) -> bool {
 }
 
 fn match_name(s: &str, names: &[&str]) -> Option<(usize, usize)> {
-    names
-        .iter()
-        .enumerate()
-        .find_map(|(i, n)| if starts_ci(s, n) { Some((i, n.len())) } else if starts_ci(s, &n[..3]) { Some((i, 3)) } else { None })
+    names.iter().enumerate().find_map(|(i, n)| {
+        if starts_ci(s, n) {
+            Some((i, n.len()))
+        } else if starts_ci(s, &n[..3]) {
+            Some((i, 3))
+        } else {
+            None
+        }
+    })
 }
 
 /// A zone as `z`, `Z` or `X` parse it: `UTC`, `GMT`, `Z`, `+hh`, `+hhmm`, `+hh:mm`, `GMT+hh:mm`.

@@ -2,11 +2,16 @@
 //! Unix epoch numbers, formatted strings and Connect's Date, Time and Timestamp.
 
 use sluice_api::schema::logical;
-use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Validator, Value};
+use sluice_api::{
+    ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Validator,
+    Value,
+};
 
 use super::extract_field::replace_null_key;
 use super::record::Side;
-use super::require::{copy_basics, data_error, field_value, kind_of, map_get, map_put, push_field, require_map, require_struct_or_null, SchemaCache};
+use super::require::{
+    copy_basics, data_error, field_value, kind_of, map_get, map_put, push_field, require_map, require_struct_or_null, SchemaCache,
+};
 use super::temporal::{DatePattern, MILLIS_PER_DAY};
 use super::{Transform, TransformRecord};
 
@@ -67,7 +72,10 @@ fn kind_from_schema(s: &Schema) -> ConnectResult<Kind> {
         Some(logical::TIME) => Ok(Kind::Time),
         _ if s.kind == SchemaType::String => Ok(Kind::String),
         _ if s.kind == SchemaType::Int64 => Ok(Kind::Unix),
-        _ => Err(data_error(NAME, format_args!("a schema of type {} does not hold a timestamp: use string, int64, Date, Time or Timestamp", s.kind.json_name()))),
+        _ => Err(data_error(
+            NAME,
+            format_args!("a schema of type {} does not hold a timestamp: use string, int64, Date, Time or Timestamp", s.kind.json_name()),
+        )),
     }
 }
 
@@ -93,7 +101,12 @@ impl TimestampConverter {
             None => match v {
                 Value::Int64(_) => Kind::Unix,
                 Value::String(_) => Kind::String,
-                other => return Err(data_error(NAME, format_args!("{} values are not supported as timestamps without a schema: use int64 or string", kind_of(other)))),
+                other => {
+                    return Err(data_error(
+                        NAME,
+                        format_args!("{} values are not supported as timestamps without a schema: use int64 or string", kind_of(other)),
+                    ))
+                }
             },
         };
         let unexpected = |what: &str| data_error(NAME, format_args!("expected {what} timestamp, found {}", kind_of(v)));
@@ -193,10 +206,18 @@ pub(crate) fn create(props: &Props, side: Side) -> ConnectResult<Box<dyn Transfo
         "Date" => Kind::Date,
         "Time" => Kind::Time,
         "Timestamp" => Kind::Timestamp,
-        other => return Err(ConnectError::config("target.type", format!("'{other}' is not a target type: use string, unix, Date, Time or Timestamp (case matters)"))),
+        other => {
+            return Err(ConnectError::config(
+                "target.type",
+                format!("'{other}' is not a target type: use string, unix, Date, Time or Timestamp (case matters)"),
+            ))
+        }
     };
     let format = match config.string("format").filter(|f| !f.trim().is_empty()) {
-        Some(f) => Some(DatePattern::compile(&f).map_err(|e| ConnectError::config("format", format!("not a SimpleDateFormat-compatible pattern: {e}")))?),
+        Some(f) => Some(
+            DatePattern::compile(&f)
+                .map_err(|e| ConnectError::config("format", format!("not a SimpleDateFormat-compatible pattern: {e}")))?,
+        ),
         None => None,
     };
     if target == Kind::String && format.is_none() {

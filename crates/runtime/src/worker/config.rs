@@ -70,7 +70,18 @@ const KNOWN_KEYS: &[&str] = &[
     "log.fsync",
     "connector.client.config.override.policy",
 ];
-const KNOWN_PREFIXES: &[&str] = &["key.converter.", "value.converter.", "header.converter.", "config.providers.", "producer.", "consumer.", "admin.", "security.", "sasl.", "ssl."];
+const KNOWN_PREFIXES: &[&str] = &[
+    "key.converter.",
+    "value.converter.",
+    "header.converter.",
+    "config.providers.",
+    "producer.",
+    "consumer.",
+    "admin.",
+    "security.",
+    "sasl.",
+    "ssl.",
+];
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -121,10 +132,13 @@ impl WorkerConfig {
             tracing::info!("offset.storage.file.filename is ignored: source offsets live in the offsets topic of the embedded log");
         }
         let (rest_host, rest_port) = listener(&props)?;
-        let advertised_host = props
-            .get("rest.advertised.host.name")
-            .cloned()
-            .unwrap_or_else(|| if rest_host.is_empty() || rest_host == "0.0.0.0" { "127.0.0.1".to_owned() } else { rest_host.clone() });
+        let advertised_host = props.get("rest.advertised.host.name").cloned().unwrap_or_else(|| {
+            if rest_host.is_empty() || rest_host == "0.0.0.0" {
+                "127.0.0.1".to_owned()
+            } else {
+                rest_host.clone()
+            }
+        });
         let advertised_port = match props.get("rest.advertised.port") {
             Some(p) => parse_num(&props, "rest.advertised.port", p)?,
             None => rest_port,
@@ -264,9 +278,9 @@ fn unescape(s: &str) -> String {
 fn listener(props: &Props) -> ConnectResult<(String, u16)> {
     if let Some(listeners) = props.get("listeners").filter(|s| !s.trim().is_empty()) {
         let first = listeners.split(',').next().unwrap_or_default().trim();
-        let rest = first
-            .strip_prefix("http://")
-            .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' is not supported: only http:// listeners are available")))?;
+        let rest = first.strip_prefix("http://").ok_or_else(|| {
+            ConnectError::config("listeners", format!("'{first}' is not supported: only http:// listeners are available"))
+        })?;
         let (host, port) = rest
             .rsplit_once(':')
             .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' has no port (expected http://host:port)")))?;
@@ -352,7 +366,8 @@ mod tests {
 
     #[test]
     fn converter_props_are_prefixed() {
-        let c = WorkerConfig::from_sources(parse_properties("value.converter=StringConverter\nvalue.converter.schemas.enable=false\n"), []).unwrap();
+        let c = WorkerConfig::from_sources(parse_properties("value.converter=StringConverter\nvalue.converter.schemas.enable=false\n"), [])
+            .unwrap();
         let (class, props) = c.value_converter();
         assert_eq!(class, "StringConverter");
         assert_eq!(props["schemas.enable"], "false");

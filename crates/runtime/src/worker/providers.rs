@@ -42,7 +42,9 @@ impl ConfigProviders {
         };
         for name in names.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let class_key = format!("config.providers.{name}.class");
-            let class = props.get(&class_key).ok_or_else(|| ConnectError::config(&class_key, "missing: each provider listed in config.providers needs a class"))?;
+            let class = props
+                .get(&class_key)
+                .ok_or_else(|| ConnectError::config(&class_key, "missing: each provider listed in config.providers needs a class"))?;
             let kind = match class.trim() {
                 "org.apache.kafka.common.config.provider.FileConfigProvider" | "FileConfigProvider" | "file" => Kind::File,
                 "org.apache.kafka.common.config.provider.DirectoryConfigProvider" | "DirectoryConfigProvider" | "directory" => Kind::Directory,
@@ -171,7 +173,8 @@ mod tests {
 
     #[test]
     fn unknown_provider_class_is_named() {
-        let err = ConfigProviders::from_worker_props(&props(&[("config.providers", "v"), ("config.providers.v.class", "Vault")])).unwrap_err();
+        let err =
+            ConfigProviders::from_worker_props(&props(&[("config.providers", "v"), ("config.providers.v.class", "Vault")])).unwrap_err();
         assert!(err.to_string().contains("config.providers.v.class"), "{err}");
     }
 }

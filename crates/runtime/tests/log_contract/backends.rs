@@ -16,14 +16,17 @@ pub struct Backend {
 enum Kind {
     Embedded(Arc<EmbeddedLog>),
     #[cfg(feature = "kafka")]
-    Kafka { broker: Broker },
+    Kafka {
+        broker: Broker,
+    },
 }
 
 impl Backend {
     pub fn embedded() -> Self {
         let dir = tempfile::tempdir().unwrap();
         // Small compacted segments so that compaction has sealed segments to clean.
-        let options = EmbeddedOptions { compacted_segment_bytes: 256, maintenance_interval: Duration::from_secs(3600), ..EmbeddedOptions::default() };
+        let options =
+            EmbeddedOptions { compacted_segment_bytes: 256, maintenance_interval: Duration::from_secs(3600), ..EmbeddedOptions::default() };
         let log = Arc::new(EmbeddedLog::open(dir.path(), options).unwrap());
         Self { log: log.clone(), kind: Kind::Embedded(log), _dir: dir }
     }
@@ -84,7 +87,13 @@ impl Broker {
     pub fn start(dir: PathBuf) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let kind = std::env::var("SLUICE_TEST_BROKER").unwrap_or_else(|_| "noida".to_owned());
-        let out = std::process::Command::new(Self::script()).arg("start").arg(&dir).arg(port.to_string()).arg(&kind).output().expect("run tests/services/kafka.sh");
+        let out = std::process::Command::new(Self::script())
+            .arg("start")
+            .arg(&dir)
+            .arg(port.to_string())
+            .arg(&kind)
+            .output()
+            .expect("run tests/services/kafka.sh");
         assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
         Self { dir, bootstrap: format!("127.0.0.1:{port}") }
     }

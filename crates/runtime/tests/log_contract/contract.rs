@@ -9,7 +9,12 @@ use sluice_runtime::log::{CleanupPolicy, Log, LogRecord, Produce, StoredRecord, 
 use crate::backends::Backend;
 
 fn record(key: Option<&str>, value: Option<&str>) -> LogRecord {
-    LogRecord { key: key.map(|k| k.as_bytes().to_vec()), value: value.map(|v| v.as_bytes().to_vec()), timestamp: 1_700_000_000_000, headers: Vec::new() }
+    LogRecord {
+        key: key.map(|k| k.as_bytes().to_vec()),
+        value: value.map(|v| v.as_bytes().to_vec()),
+        timestamp: 1_700_000_000_000,
+        headers: Vec::new(),
+    }
 }
 
 fn produce(topic: &str, partition: i32, value: &str) -> Produce {
@@ -90,7 +95,12 @@ pub async fn round_trip_keeps_nulls_headers_and_timestamps(b: &Backend) {
     let log = &b.log;
     log.ensure_topic("shapes", TopicConfig::new(1)).await.unwrap();
     let records = vec![
-        LogRecord { key: None, value: Some(b"no key".to_vec()), timestamp: 1_600_000_000_123, headers: vec![("h1".into(), Some(b"x".to_vec())), ("h1".into(), None), ("h2".into(), Some(Vec::new()))] },
+        LogRecord {
+            key: None,
+            value: Some(b"no key".to_vec()),
+            timestamp: 1_600_000_000_123,
+            headers: vec![("h1".into(), Some(b"x".to_vec())), ("h1".into(), None), ("h2".into(), Some(Vec::new()))],
+        },
         LogRecord { key: Some(b"tomb".to_vec()), value: None, timestamp: 1_600_000_000_124, headers: Vec::new() },
         LogRecord { key: Some(Vec::new()), value: Some(Vec::new()), timestamp: 1_600_000_000_125, headers: Vec::new() },
     ];
@@ -190,7 +200,13 @@ pub async fn compacted_topic_keeps_the_newest_value_per_key(b: &Backend) {
     assert_eq!(d.config.retention_ms, None, "{}", b.name());
     let tp = TopicPartition::new("table", 0);
     for round in 0..20 {
-        let batch = (0..5).map(|k| Produce { topic: "table".into(), partition: 0, record: record(Some(&format!("k{k}")), Some(&format!("k{k}@{round}"))) }).collect();
+        let batch = (0..5)
+            .map(|k| Produce {
+                topic: "table".into(),
+                partition: 0,
+                record: record(Some(&format!("k{k}")), Some(&format!("k{k}@{round}"))),
+            })
+            .collect();
         log.append(batch).await.unwrap();
     }
     // Deletes: k4 gets a tombstone.
@@ -228,7 +244,12 @@ pub async fn group_offsets_round_trip(b: &Backend) {
     log.commit_group("connect-sink", &BTreeMap::from([(p0.clone(), 9)])).await.unwrap();
     assert_eq!(log.group_offsets("connect-sink").await.unwrap(), BTreeMap::from([(p0.clone(), 9), (p1.clone(), 7)]), "{}", b.name());
     if let Some(other) = b.second_handle() {
-        assert_eq!(other.group_offsets("connect-sink").await.unwrap(), BTreeMap::from([(p0.clone(), 9), (p1.clone(), 7)]), "{}: a second client", b.name());
+        assert_eq!(
+            other.group_offsets("connect-sink").await.unwrap(),
+            BTreeMap::from([(p0.clone(), 9), (p1.clone(), 7)]),
+            "{}: a second client",
+            b.name()
+        );
     }
     log.delete_group("connect-sink").await.unwrap();
     assert!(log.group_offsets("connect-sink").await.unwrap().is_empty(), "{}", b.name());

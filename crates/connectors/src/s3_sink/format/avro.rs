@@ -111,7 +111,8 @@ impl SchemaMapper {
                 match s.name.as_deref() {
                     Some(logical::DECIMAL) => {
                         let scale = s.decimal_scale().unwrap_or(0);
-                        let precision = s.parameter(DECIMAL_PRECISION_PARAM).and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_DECIMAL_PRECISION);
+                        let precision =
+                            s.parameter(DECIMAL_PRECISION_PARAM).and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_DECIMAL_PRECISION);
                         o.insert("scale".into(), json!(scale));
                         o.insert("precision".into(), json!(precision));
                         o.insert("logicalType".into(), json!("decimal"));
@@ -197,7 +198,11 @@ fn bytes(b: &[u8], out: &mut Vec<u8>) {
 }
 
 fn mismatch(s: &Schema, v: &Value) -> ConnectError {
-    ConnectError::fatal(format!("a value of the record does not match its schema: expected {}, got {}", s.kind.json_name(), super::json::kind(v)))
+    ConnectError::fatal(format!(
+        "a value of the record does not match its schema: expected {}, got {}",
+        s.kind.json_name(),
+        super::json::kind(v)
+    ))
 }
 
 /// Appends the Avro binary encoding of `v` under the schema [`avro_schema`] derives from `s`.
@@ -212,7 +217,9 @@ pub fn encode(s: &Schema, v: &Value, out: &mut Vec<u8>) -> ConnectResult<()> {
         return Err(ConnectError::fatal(format!("a null value for a required {} field", s.kind.json_name())));
     }
     match (s.kind, v) {
-        (SchemaType::Int8 | SchemaType::Int16 | SchemaType::Int32 | SchemaType::Int64, v) => zigzag(v.as_i64().ok_or_else(|| mismatch(s, v))?, out),
+        (SchemaType::Int8 | SchemaType::Int16 | SchemaType::Int32 | SchemaType::Int64, v) => {
+            zigzag(v.as_i64().ok_or_else(|| mismatch(s, v))?, out)
+        }
         (SchemaType::Float32, Value::Float32(f)) => out.extend_from_slice(&f.to_le_bytes()),
         (SchemaType::Float32, Value::Float64(f)) => out.extend_from_slice(&(*f as f32).to_le_bytes()),
         (SchemaType::Float64, Value::Float64(f)) => out.extend_from_slice(&f.to_le_bytes()),
@@ -306,10 +313,14 @@ impl AvroEncoder {
             AvroCodec::Null => std::mem::take(&mut self.block),
             AvroCodec::Deflate => {
                 let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-                e.write_all(&self.block).and_then(|_| e.finish()).map_err(|e| ConnectError::fatal_from("deflating an Avro block failed", e))?
+                e.write_all(&self.block)
+                    .and_then(|_| e.finish())
+                    .map_err(|e| ConnectError::fatal_from("deflating an Avro block failed", e))?
             }
             AvroCodec::Snappy => {
-                let mut c = snap::raw::Encoder::new().compress_vec(&self.block).map_err(|e| ConnectError::fatal_from("compressing an Avro block failed", e))?;
+                let mut c = snap::raw::Encoder::new()
+                    .compress_vec(&self.block)
+                    .map_err(|e| ConnectError::fatal_from("compressing an Avro block failed", e))?;
                 c.extend_from_slice(&crc32fast::hash(&self.block).to_be_bytes());
                 c
             }
@@ -325,7 +336,8 @@ impl AvroEncoder {
 
 impl RecordEncoder for AvroEncoder {
     fn write(&mut self, r: &SinkRecord, out: &mut Vec<u8>) -> ConnectResult<()> {
-        encode(&self.schema, &r.value, &mut self.block).map_err(|e| ConnectError::fatal(format!("record {}-{} offset {}: {e}", r.topic, r.partition, r.offset)))?;
+        encode(&self.schema, &r.value, &mut self.block)
+            .map_err(|e| ConnectError::fatal(format!("record {}-{} offset {}: {e}", r.topic, r.partition, r.offset)))?;
         self.count += 1;
         if self.block.len() >= BLOCK_BYTES {
             self.emit_block(out)?;

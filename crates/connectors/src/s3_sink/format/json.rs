@@ -128,7 +128,12 @@ mod tests {
             ("m", Schema::map(Schema::string().into_ref(), Schema::int32().into_ref()).into_ref()),
         ])
         .into_ref();
-        let v = Value::Struct(Struct::new(schema.clone()).with("d", Value::Bytes(vec![0x30, 0x39])).with("day", 19000).with("m", Value::Map(vec![("a".into(), 1.into())])));
+        let v = Value::Struct(
+            Struct::new(schema.clone())
+                .with("d", Value::Bytes(vec![0x30, 0x39]))
+                .with("day", 19000)
+                .with("m", Value::Map(vec![("a".into(), 1.into())])),
+        );
         assert_eq!(to_json(Some(&schema), &v, DecimalFormat::Base64).to_string(), r#"{"d":"MDk=","day":19000,"m":{"a":1}}"#);
         assert_eq!(to_json(Some(&schema), &v, DecimalFormat::Numeric).to_string(), r#"{"d":123.45,"day":19000,"m":{"a":1}}"#);
     }

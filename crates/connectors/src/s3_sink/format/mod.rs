@@ -25,7 +25,9 @@ pub trait RecordEncoder: Send {
 pub fn encoder(cfg: &S3SinkConfig, key: &str, schema: Option<&SchemaRef>) -> ConnectResult<Box<dyn RecordEncoder>> {
     Ok(match cfg.format {
         Format::Json { gzip } => Box::new(bytes::Lines::new(json::JsonLines { decimal: cfg.decimal_format }, gzip, cfg.gzip_level)),
-        Format::ByteArray { gzip } => Box::new(bytes::Lines::new(bytes::RawBytes { separator: cfg.bytearray_separator.clone() }, gzip, cfg.gzip_level)),
+        Format::ByteArray { gzip } => {
+            Box::new(bytes::Lines::new(bytes::RawBytes { separator: cfg.bytearray_separator.clone() }, gzip, cfg.gzip_level))
+        }
         Format::Avro(codec) => Box::new(avro::AvroEncoder::new(schema, codec, key)?),
         Format::Parquet(codec) => Box::new(parquet::ParquetEncoder::new(schema, codec, cfg.part_size)?),
     })

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array,
-    ListArray, MapArray, RecordBatch, StringArray, StructArray, Time32MillisecondArray, TimestampMillisecondArray,
+    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
+    Int8Array, ListArray, MapArray, RecordBatch, StringArray, StructArray, Time32MillisecondArray, TimestampMillisecondArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema as ArrowSchema, TimeUnit};
@@ -52,7 +52,9 @@ pub fn data_type(s: &Schema) -> ConnectResult<DataType> {
             let scale = s.decimal_scale().unwrap_or(0);
             let precision = s.parameter(DECIMAL_PRECISION_PARAM).and_then(|p| p.parse::<u8>().ok()).unwrap_or(MAX_DECIMAL128_PRECISION);
             if precision > MAX_DECIMAL128_PRECISION || !(-128..=127).contains(&scale) {
-                return Err(ConnectError::fatal(format!("a Decimal of precision {precision} and scale {scale} does not fit Parquet DECIMAL(38); not supported yet")));
+                return Err(ConnectError::fatal(format!(
+                    "a Decimal of precision {precision} and scale {scale} does not fit Parquet DECIMAL(38); not supported yet"
+                )));
             }
             DataType::Decimal128(precision, scale as i8)
         }
@@ -77,7 +79,11 @@ fn fields(s: &Schema) -> ConnectResult<Fields> {
     if s.fields.is_empty() {
         return Err(ConnectError::fatal("Parquet cannot store a struct without fields"));
     }
-    s.fields.iter().map(|f| Ok(Field::new(&f.name, data_type(&f.schema)?, f.schema.optional))).collect::<ConnectResult<Vec<_>>>().map(Fields::from)
+    s.fields
+        .iter()
+        .map(|f| Ok(Field::new(&f.name, data_type(&f.schema)?, f.schema.optional)))
+        .collect::<ConnectResult<Vec<_>>>()
+        .map(Fields::from)
 }
 
 /// The Arrow schema of a Connect struct schema.
@@ -124,7 +130,9 @@ fn offsets(lens: impl Iterator<Item = usize>) -> ConnectResult<OffsetBuffer<i32>
     let mut acc = 0i32;
     let mut out = vec![0i32];
     for l in lens {
-        acc = acc.checked_add(i32::try_from(l).unwrap_or(i32::MAX)).ok_or_else(|| ConnectError::fatal("a list column of one batch is too long"))?;
+        acc = acc
+            .checked_add(i32::try_from(l).unwrap_or(i32::MAX))
+            .ok_or_else(|| ConnectError::fatal("a list column of one batch is too long"))?;
         out.push(acc);
     }
     Ok(OffsetBuffer::new(ScalarBuffer::from(out)))
@@ -197,7 +205,10 @@ pub fn build(s: &Schema, dt: &DataType, vals: &[&Value]) -> ConnectResult<ArrayR
                 }
             }
             let child = build(es, field.data_type(), &items)?;
-            Arc::new(ListArray::try_new(field.clone(), offsets(lens.into_iter())?, child, nulls(vals)).map_err(|e| arrow_err("building a list column", e))?)
+            Arc::new(
+                ListArray::try_new(field.clone(), offsets(lens.into_iter())?, child, nulls(vals))
+                    .map_err(|e| arrow_err("building a list column", e))?,
+            )
         }
         DataType::Map(field, _) => {
             let ks = s.key_schema.as_deref().expect("map key schema");
@@ -222,7 +233,10 @@ pub fn build(s: &Schema, dt: &DataType, vals: &[&Value]) -> ConnectResult<ArrayR
             let k = build(ks, entry_fields[0].data_type(), &keys)?;
             let v = build(vs, entry_fields[1].data_type(), &values)?;
             let entries = StructArray::try_new(entry_fields.clone(), vec![k, v], None).map_err(|e| arrow_err("building map entries", e))?;
-            Arc::new(MapArray::try_new(field.clone(), offsets(lens.into_iter())?, entries, nulls(vals), false).map_err(|e| arrow_err("building a map column", e))?)
+            Arc::new(
+                MapArray::try_new(field.clone(), offsets(lens.into_iter())?, entries, nulls(vals), false)
+                    .map_err(|e| arrow_err("building a map column", e))?,
+            )
         }
         DataType::Struct(fs) => {
             let mut children = Vec::with_capacity(fs.len());
@@ -296,11 +310,18 @@ impl ParquetEncoder {
 impl RecordEncoder for ParquetEncoder {
     fn write(&mut self, r: &SinkRecord, out: &mut Vec<u8>) -> ConnectResult<()> {
         if !matches!(r.value, Value::Struct(_)) {
-            return Err(ConnectError::fatal(format!("ParquetFormat needs struct values; record {}-{} offset {} has {}", r.topic, r.partition, r.offset, super::json::kind(&r.value))));
+            return Err(ConnectError::fatal(format!(
+                "ParquetFormat needs struct values; record {}-{} offset {} has {}",
+                r.topic,
+                r.partition,
+                r.offset,
+                super::json::kind(&r.value)
+            )));
         }
         self.rows.push(r.value.clone());
         if self.rows.len() >= BATCH_ROWS {
-            self.write_batch().map_err(|e| ConnectError::fatal(format!("records of {}-{} up to offset {}: {e}", r.topic, r.partition, r.offset)))?;
+            self.write_batch()
+                .map_err(|e| ConnectError::fatal(format!("records of {}-{} up to offset {}: {e}", r.topic, r.partition, r.offset)))?;
             out.append(self.writer.inner_mut());
         }
         Ok(())

@@ -400,7 +400,10 @@ impl ValueParser<'_> {
                         }
                         Ok((Schema { key_schema: Some(ks), ..Schema::of(SchemaType::Map) }.into_ref(), Value::Map(out)))
                     }
-                    _ => Ok((Schema::of(SchemaType::Map).into_ref(), Value::Map(entries.into_iter().map(|((_, k), (_, v))| (k, v)).collect()))),
+                    _ => Ok((
+                        Schema::of(SchemaType::Map).into_ref(),
+                        Value::Map(entries.into_iter().map(|((_, k), (_, v))| (k, v)).collect()),
+                    )),
                 };
             }
             if self.t.can_consume(",") {
@@ -515,7 +518,9 @@ fn align(target: &SchemaRef, from: Option<&SchemaRef>, value: Value) -> Result<V
     let as_i64 = value.as_i64();
     Ok(match (target.kind, &value) {
         (SchemaType::Int16, Value::Int8(v)) => Value::Int16(i16::from(*v)),
-        (SchemaType::Int32, Value::Int8(_) | Value::Int16(_)) => Value::Int32(as_i64.and_then(|v| i32::try_from(v).ok()).unwrap_or_default()),
+        (SchemaType::Int32, Value::Int8(_) | Value::Int16(_)) => {
+            Value::Int32(as_i64.and_then(|v| i32::try_from(v).ok()).unwrap_or_default())
+        }
         (SchemaType::Int64, Value::Int8(_) | Value::Int16(_) | Value::Int32(_)) => Value::Int64(as_i64.unwrap_or_default()),
         // Java goes through double: (float) number.doubleValue().
         (SchemaType::Float32, _) if as_i64.is_some() => Value::Float32(as_i64.unwrap_or_default() as f64 as f32),
@@ -632,7 +637,20 @@ mod tests {
         assert_eq!(parsed("  true "), (Some(Schema::boolean().into_ref()), Value::Boolean(true)));
         assert_eq!(parsed("false"), (Some(Schema::boolean().into_ref()), Value::Boolean(false)));
         // Strings that only start like something else.
-        for s in ["{foo: 3}", "{3: foo}", "[foo]", "null=", "true}", "false]", "{6:9 4:20}", "[0 1 2]", "{null: 3}", "[1, null]", "[null, 1]", "[1, 2, 3,,,]"] {
+        for s in [
+            "{foo: 3}",
+            "{3: foo}",
+            "[foo]",
+            "null=",
+            "true}",
+            "false]",
+            "{6:9 4:20}",
+            "[0 1 2]",
+            "{null: 3}",
+            "[1, null]",
+            "[null, 1]",
+            "[1, 2, 3,,,]",
+        ] {
             assert_eq!(parsed(s), string(s), "{s}");
         }
         // shouldParseBooleanLiteralsEmbeddedInArray / InMap
@@ -680,12 +698,15 @@ mod tests {
         let schema = schema.unwrap();
         assert_eq!(schema.key_schema.as_ref().unwrap().kind, SchemaType::Int16);
         assert!(schema.value_schema.is_none());
-        assert_eq!(value, Value::Map(vec![
-            (Value::Int16(1), Value::Int8(1)),
-            (Value::Int16(2), Value::Int8(1)),
-            (Value::Int16(300), Value::Int16(300)),
-            (Value::Int16(4), Value::from("four")),
-        ]));
+        assert_eq!(
+            value,
+            Value::Map(vec![
+                (Value::Int16(1), Value::Int8(1)),
+                (Value::Int16(2), Value::Int8(1)),
+                (Value::Int16(300), Value::Int16(300)),
+                (Value::Int16(4), Value::from("four")),
+            ])
+        );
         // shouldParse{Timestamp,Date,Time}StringAs..., with and without escaped colons
         assert_eq!(parsed("2019-08-23T14:34:54.346Z"), (Some(Schema::timestamp().into_ref()), Value::Int64(1_566_570_894_346)));
         assert_eq!(parsed("2019-08-23T14\\:34\\:54.346Z").1, Value::Int64(1_566_570_894_346));
@@ -695,7 +716,10 @@ mod tests {
         // shouldParse{Date,Time,Timestamp}StringAs...InArray, QuotedTimeStringAsTimeInMap
         let (schema, value) = parsed("[2019-08-23T14:34:54.346Z,2019-01-23T15:12:34.567Z,   2019-04-23T19:12:34.567Z]");
         assert_eq!(schema.unwrap().value_schema.as_deref(), Some(&Schema::timestamp()));
-        assert_eq!(value, Value::Array(vec![Value::Int64(1_566_570_894_346), Value::Int64(1_548_256_354_567), Value::Int64(1_556_046_754_567)]));
+        assert_eq!(
+            value,
+            Value::Array(vec![Value::Int64(1_566_570_894_346), Value::Int64(1_548_256_354_567), Value::Int64(1_556_046_754_567)])
+        );
         let (schema, value) = parsed("{\"k1\":\"14:34:54.346Z\"}");
         assert_eq!(schema.unwrap().value_schema.as_deref(), Some(&Schema::time()));
         assert_eq!(value, Value::Map(vec![(Value::from("k1"), Value::Int32(52_494_346))]));
@@ -733,7 +757,10 @@ mod tests {
         let s = |schema: Option<Schema>, v: Value| convert_to_string(schema.as_ref(), &v).unwrap();
         assert_eq!(s(None, Value::from("three\"blind\\\"mice")), "three\"blind\\\"mice");
         assert_eq!(s(None, Value::Array(vec![Value::from("three\"blind\\\"mice")])), "[\"three\\\"blind\\\\\\\"mice\"]");
-        assert_eq!(s(None, Value::Map(vec![(Value::from("foo"), Value::Int32(1234567890)), (Value::from("bar"), Value::Int32(0))])), "{\"foo\":1234567890,\"bar\":0}");
+        assert_eq!(
+            s(None, Value::Map(vec![(Value::from("foo"), Value::Int32(1234567890)), (Value::from("bar"), Value::Int32(0))])),
+            "{\"foo\":1234567890,\"bar\":0}"
+        );
         assert_eq!(s(None, Value::Float64(1.0)), "1.0");
         assert_eq!(s(None, Value::Bytes(b"test".to_vec())), "dGVzdA==");
         assert_eq!(s(Some(Schema::decimal(2)), Value::Bytes(vec![0, 0x9C])), "1.56");
@@ -741,7 +768,9 @@ mod tests {
         assert_eq!(s(Some(Schema::date()), Value::Int32(18_131)), "2019-08-23");
         assert_eq!(s(Some(Schema::time()), Value::Int32(52_494_346)), "14:34:54.346Z");
         assert_eq!(s(Some(Schema::date()), Value::Int32(-1)), "1969-12-31");
-        let schema = Schema::struct_of([("a", Schema::int32().with_default(Value::Int32(5)).into_ref()), ("b", Schema::string().into_ref())]).into_ref();
+        let schema =
+            Schema::struct_of([("a", Schema::int32().with_default(Value::Int32(5)).into_ref()), ("b", Schema::string().into_ref())])
+                .into_ref();
         let st = sluice_api::Struct::from_values(schema, vec![Value::Null, Value::from("x")]);
         assert_eq!(s(None, Value::Struct(st)), "{\"a\":5,\"b\":\"x\"}");
     }

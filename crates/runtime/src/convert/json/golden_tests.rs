@@ -24,7 +24,6 @@ use sluice_api::{Props, Schema, SchemaRef, Struct, Value};
 use super::{DecimalFormat, JsonConverter, JsonConverterConfig};
 use crate::convert::{Converter, ConverterType, HeaderConverter};
 
-
 #[derive(Clone, Copy)]
 struct Settings {
     schemas: bool,
@@ -340,13 +339,20 @@ fn vectors() -> Vec<Vector> {
             schema: None,
             value: Value::Map(vec![(s("key1"), Value::Int32(12)), (s("key2"), s("string")), (s("key3"), Value::Boolean(true))]),
             expected: r#"{"schema":null,"payload":{"key1":12,"key2":"string","key3":true}}"#,
-            read_back: ReadBack::Is(None, Value::Map(vec![(s("key1"), Value::Int64(12)), (s("key2"), s("string")), (s("key3"), Value::Boolean(true))])),
+            read_back: ReadBack::Is(
+                None,
+                Value::Map(vec![(s("key1"), Value::Int64(12)), (s("key2"), s("string")), (s("key3"), Value::Boolean(true))]),
+            ),
         },
         Vector {
             source: "nullSchemaAndMapNonStringKeysToJson",
             settings: DEFAULTS,
             schema: None,
-            value: Value::Map(vec![(s("string"), Value::Int32(12)), (Value::Int32(52), s("string")), (Value::Boolean(false), Value::Boolean(true))]),
+            value: Value::Map(vec![
+                (s("string"), Value::Int32(12)),
+                (Value::Int32(52), s("string")),
+                (Value::Boolean(false), Value::Boolean(true)),
+            ]),
             expected: r#"{"schema":null,"payload":[["string",12],[52,"string"],[false,true]]}"#,
             read_back: ReadBack::Is(
                 None,
@@ -373,7 +379,12 @@ fn vectors() -> Vec<Vector> {
             expected: r#"{"field1":true,"field2":"string2","field3":"string3","field4":false}"#,
             read_back: ReadBack::Is(
                 None,
-                Value::Map(vec![(s("field1"), Value::Boolean(true)), (s("field2"), s("string2")), (s("field3"), s("string3")), (s("field4"), Value::Boolean(false))]),
+                Value::Map(vec![
+                    (s("field1"), Value::Boolean(true)),
+                    (s("field2"), s("string2")),
+                    (s("field3"), s("string3")),
+                    (s("field4"), Value::Boolean(false)),
+                ]),
             ),
         },
         Vector {

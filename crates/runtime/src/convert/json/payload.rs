@@ -19,9 +19,9 @@ use sluice_api::{Schema, SchemaRef, SchemaType, Struct, Value};
 
 use super::text::{write_f32, write_f64, write_string, Node};
 use super::{DataError, DecimalFormat, Settings};
+use crate::convert::{type_name, value_type_name};
 use sluice_api::decimal::{self, DecimalText, Unscaled};
 use sluice_api::text::{decimal_scale, Logical, MILLIS_PER_DAY};
-use crate::convert::{type_name, value_type_name};
 
 /// Base64 as Jackson reads it: the standard alphabet; we also accept missing padding.
 const LENIENT_BASE64: GeneralPurpose =
@@ -75,7 +75,8 @@ pub(super) fn write_value(out: &mut String, settings: &Settings, schema: Option<
         }
         (SchemaType::Map, Value::Map(entries)) => write_map(out, settings, schema, entries)?,
         (SchemaType::Struct, Value::Struct(st)) => {
-            let schema = schema.ok_or_else(|| DataError::new("Mismatching schema: a struct value must be given with its schema (got no schema)"))?;
+            let schema =
+                schema.ok_or_else(|| DataError::new("Mismatching schema: a struct value must be given with its schema (got no schema)"))?;
             if !std::ptr::eq(schema, &**st.schema()) && schema != &**st.schema() {
                 return Err(DataError::new("Mismatching schema: the struct value's own schema differs from the schema given for it"));
             }
@@ -284,7 +285,11 @@ fn read_integer(kind: SchemaType, text: &str) -> Result<Value, DataError> {
     let out_of_range = || DataError::new(format!("Number {text} is out of range for {}", type_name(kind)));
     let Some(v) = v else {
         let integral = DecimalText::parse(text).is_some_and(|d| d.rescale(0).is_ok());
-        return Err(if integral { out_of_range() } else { DataError::new(format!("Expected an integer for {} but found {text}", type_name(kind))) });
+        return Err(if integral {
+            out_of_range()
+        } else {
+            DataError::new(format!("Expected an integer for {} but found {text}", type_name(kind)))
+        });
     };
     Ok(match kind {
         SchemaType::Int8 => Value::Int8(i8::try_from(v).map_err(|_| out_of_range())?),
@@ -303,7 +308,10 @@ fn read_map(settings: &Settings, schema: &Schema, node: &Node) -> Result<Value, 
     let value_schema = schema.value_schema.as_ref();
     if key_schema.is_none_or(|k| k.kind == SchemaType::String) {
         let Node::Object(members) = node else {
-            return Err(DataError::new(format!("Maps with string fields should be encoded as JSON objects, but found {}", node.node_type())));
+            return Err(DataError::new(format!(
+                "Maps with string fields should be encoded as JSON objects, but found {}",
+                node.node_type()
+            )));
         };
         let mut entries = Vec::with_capacity(members.len());
         for (k, v) in distinct_members(members) {
@@ -316,7 +324,10 @@ fn read_map(settings: &Settings, schema: &Schema, node: &Node) -> Result<Value, 
         return Ok(Value::Map(entries));
     }
     let Node::Array(pairs) = node else {
-        return Err(DataError::new(format!("Maps with non-string fields should be encoded as JSON array of tuples, but found {}", node.node_type())));
+        return Err(DataError::new(format!(
+            "Maps with non-string fields should be encoded as JSON array of tuples, but found {}",
+            node.node_type()
+        )));
     };
     let mut entries = Vec::with_capacity(pairs.len());
     for (i, pair) in pairs.iter().enumerate() {
@@ -381,7 +392,9 @@ fn read_logical(schema: &Schema, logical: Logical, node: &Node) -> Result<Value,
         }
         Logical::Date | Logical::Time => {
             let v = match node {
-                Node::Number(t) if Node::is_integral_text(t) => DecimalText::parse(t).and_then(|d| d.to_i64()).and_then(|v| i32::try_from(v).ok()),
+                Node::Number(t) if Node::is_integral_text(t) => {
+                    DecimalText::parse(t).and_then(|d| d.to_i64()).and_then(|v| i32::try_from(v).ok())
+                }
                 _ => None,
             };
             let Some(v) = v else {

@@ -62,7 +62,11 @@ fn kafka_to_connect_vectors() {
         // floatToConnect, doubleToConnect, bytesToConnect, stringToConnect
         (r#"{ "schema": { "type": "float" }, "payload": 12.34 }"#, some(Schema::float32()), Value::Float32(12.34)),
         (r#"{ "schema": { "type": "double" }, "payload": 12.34 }"#, some(Schema::float64()), Value::Float64(12.34)),
-        (r#"{ "schema": { "type": "bytes" }, "payload": "dGVzdC1zdHJpbmc=" }"#, some(Schema::bytes()), Value::Bytes(b"test-string".to_vec())),
+        (
+            r#"{ "schema": { "type": "bytes" }, "payload": "dGVzdC1zdHJpbmc=" }"#,
+            some(Schema::bytes()),
+            Value::Bytes(b"test-string".to_vec()),
+        ),
         (r#"{ "schema": { "type": "string" }, "payload": "foo-bar-baz" }"#, some(Schema::string()), Value::from("foo-bar-baz")),
         // arrayToConnect, mapToConnectStringKeys, mapToConnectNonStringKeys
         (
@@ -125,7 +129,11 @@ fn kafka_to_connect_vectors() {
             Value::Bytes(vec![0x01, 0xB6, 0x9B, 0x4B, 0xAC, 0xD0, 0x5F, 0x15]),
         ),
         // dateToConnect, timeToConnect, timestampToConnect and their optional/default forms
-        (r#"{ "schema": { "type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1 }, "payload": 10000 }"#, some(Schema::date()), Value::Int32(10_000)),
+        (
+            r#"{ "schema": { "type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1 }, "payload": 10000 }"#,
+            some(Schema::date()),
+            Value::Int32(10_000),
+        ),
         (
             r#"{ "schema": { "type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1, "optional": true, "default": 0 }, "payload": null }"#,
             some(Schema::date().optional().with_default(Value::Int32(0))),
@@ -162,12 +170,19 @@ fn kafka_struct_vectors() {
     let c = json(&[]);
     // structToConnect
     let schema = Schema::struct_of([("field1", Schema::boolean().into_ref()), ("field2", Schema::string().into_ref())]).into_ref();
-    let (s, v) = read(&c, r#"{ "schema": { "type": "struct", "fields": [{ "field": "field1", "type": "boolean" }, { "field": "field2", "type": "string" }] }, "payload": { "field1": true, "field2": "string" } }"#);
+    let (s, v) = read(
+        &c,
+        r#"{ "schema": { "type": "struct", "fields": [{ "field": "field1", "type": "boolean" }, { "field": "field2", "type": "string" }] }, "payload": { "field1": true, "field2": "string" } }"#,
+    );
     assert_eq!(s.as_ref(), Some(&schema));
     assert_eq!(v, Value::Struct(Struct::new(schema).with("field1", true).with("field2", "string")));
     // structWithOptionalFieldToConnect
-    let schema = Schema::struct_of([("optional", Schema::string().optional().into_ref()), ("required", Schema::string().into_ref())]).into_ref();
-    let (s, v) = read(&c, r#"{ "schema": { "type": "struct", "fields": [{ "field":"optional", "type": "string", "optional": true }, {  "field": "required", "type": "string" }] }, "payload": { "required": "required" } }"#);
+    let schema =
+        Schema::struct_of([("optional", Schema::string().optional().into_ref()), ("required", Schema::string().into_ref())]).into_ref();
+    let (s, v) = read(
+        &c,
+        r#"{ "schema": { "type": "struct", "fields": [{ "field":"optional", "type": "string", "optional": true }, {  "field": "required", "type": "string" }] }, "payload": { "required": "required" } }"#,
+    );
     assert_eq!(s.as_ref(), Some(&schema));
     assert_eq!(v, Value::Struct(Struct::new(schema).with("required", "required")));
     // deserializeFieldNullToDefault / deserializeFieldNullToNull, deserializeNullToDefault / ...ToNull
@@ -191,16 +206,20 @@ fn null_and_empty_input() {
     let c = json(&[("schemas.enable", "false")]);
     // noSchemaToConnect, schemalessWithEmptyFieldValueToConnect
     assert_eq!(read(&c, "true"), (None, Value::Boolean(true)));
-    assert_eq!(read(&c, r#"{ "a": "", "b": null}"#).1, Value::Map(vec![(Value::from("a"), Value::from("")), (Value::from("b"), Value::Null)]));
+    assert_eq!(
+        read(&c, r#"{ "a": "", "b": null}"#).1,
+        Value::Map(vec![(Value::from("a"), Value::from("")), (Value::from("b"), Value::Null)])
+    );
 }
 
 fn round_trip_cases() -> Vec<(Schema, Value)> {
-    let inner = Schema::struct_of([("x", Schema::int16().into_ref()), ("tags", Schema::array(Schema::string().into_ref()).optional().into_ref())])
-        .named("com.example.Inner")
-        .with_version(2)
-        .with_doc("an inner struct")
-        .with_parameter("p", "q")
-        .into_ref();
+    let inner =
+        Schema::struct_of([("x", Schema::int16().into_ref()), ("tags", Schema::array(Schema::string().into_ref()).optional().into_ref())])
+            .named("com.example.Inner")
+            .with_version(2)
+            .with_doc("an inner struct")
+            .with_parameter("p", "q")
+            .into_ref();
     let outer = Schema::struct_of([
         ("inner", inner.clone()),
         ("maybe", inner.clone().as_ref().clone().optional().into_ref()),
@@ -208,11 +227,10 @@ fn round_trip_cases() -> Vec<(Schema, Value)> {
         ("amount", Schema::decimal(3).optional().into_ref()),
     ])
     .into_ref();
-    let inner_value = Struct::new(inner.clone()).with("x", Value::Int16(-5)).with("tags", Value::Array(vec![Value::from("a"), Value::from("b")]));
-    let outer_value = Struct::from_values(
-        outer.clone(),
-        vec![Value::Struct(inner_value), Value::Null, Value::Int64(-1), Value::Bytes(vec![0xFF, 0x38])],
-    );
+    let inner_value =
+        Struct::new(inner.clone()).with("x", Value::Int16(-5)).with("tags", Value::Array(vec![Value::from("a"), Value::from("b")]));
+    let outer_value =
+        Struct::from_values(outer.clone(), vec![Value::Struct(inner_value), Value::Null, Value::Int64(-1), Value::Bytes(vec![0xFF, 0x38])]);
     vec![
         (Schema::boolean(), Value::Boolean(false)),
         (Schema::int8(), Value::Int8(i8::MIN)),
@@ -236,7 +254,10 @@ fn round_trip_cases() -> Vec<(Schema, Value)> {
             Value::Map(vec![(Value::Array(vec![Value::Int8(1)]), Value::Null), (Value::Array(vec![]), Value::from("v"))]),
         ),
         (Schema::decimal(2), Value::Bytes(vec![0x80])),
-        (Schema::decimal(0), Value::Bytes(vec![0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])),
+        (
+            Schema::decimal(0),
+            Value::Bytes(vec![0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),
+        ),
         (Schema::decimal(-3), Value::Bytes(vec![0x01, 0x00])),
         (Schema::date(), Value::Int32(-719_162)),
         (Schema::time(), Value::Int32(86_399_999)),
@@ -292,7 +313,11 @@ fn malformed_json_is_a_fatal_error_with_the_cause() {
          Caused by: unexpected end of input, expected ',' or '}' in an object at line 1, column 43"
     );
     let err = read_err(&json(&[("schemas.enable", "false")]), "{'a': 1}");
-    assert!(err.trace().contains("Caused by: unexpected character ''', expected a double-quoted field name at line 1, column 2"), "{}", err.trace());
+    assert!(
+        err.trace().contains("Caused by: unexpected character ''', expected a double-quoted field name at line 1, column 2"),
+        "{}",
+        err.trace()
+    );
 }
 
 #[test]
@@ -341,7 +366,10 @@ fn read_errors_say_what_is_wrong_and_where() {
         (r#"{"schema":{"type":"uint8"},"payload":1}"#, "Unknown schema type: uint8"),
         (r#"{"schema":{"optional":true},"payload":1}"#, "Schema must contain 'type' field"),
         (r#"{"schema":{"type":"int8","parameters":{"a":1}},"payload":1}"#, "Schema parameters must have string values."),
-        (r#"{"schema":{"type":"int8","default":"x"},"payload":1}"#, "Invalid default value: Invalid value for INT8 schema: expected a JSON integer but found STRING"),
+        (
+            r#"{"schema":{"type":"int8","default":"x"},"payload":1}"#,
+            "Invalid default value: Invalid value for INT8 schema: expected a JSON integer but found STRING",
+        ),
         (
             r#"{"schema":{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"1"}},"payload":1.25}"#,
             "Cannot read 1.25 as a Decimal with scale 1: it has more fractional digits than scale 1 allows",
@@ -390,7 +418,10 @@ fn write_errors_say_what_is_wrong() {
     // mismatchSchemaJson
     assert_eq!(write_err(Schema::float64(), Value::Boolean(true)), "Invalid type for FLOAT64: BOOLEAN");
     assert_eq!(write_err(Schema::int32(), Value::Null), "Conversion error: null value for field that is required and has no default value");
-    assert_eq!(write_err(Schema::time(), Value::Int32(-1)), "Kafka Connect Time type should not have any date fields set to non-zero values.");
+    assert_eq!(
+        write_err(Schema::time(), Value::Int32(-1)),
+        "Kafka Connect Time type should not have any date fields set to non-zero values."
+    );
     assert_eq!(write_err(Schema::decimal(2), Value::Int32(1)), "Invalid type for Decimal: expected BYTES but was INT32");
     let unscaled = Schema::bytes().named(logical::DECIMAL);
     assert_eq!(write_err(unscaled, Value::Bytes(vec![1])), "Invalid Decimal schema: scale parameter not found.");

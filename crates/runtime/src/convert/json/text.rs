@@ -302,7 +302,9 @@ impl Parser<'_> {
                     self.escape(&mut out)?;
                 }
                 Some(&b) => {
-                    return Err(self.error(format!("illegal unquoted character (code {b}) in a string: control characters must be escaped")));
+                    return Err(
+                        self.error(format!("illegal unquoted character (code {b}) in a string: control characters must be escaped"))
+                    );
                 }
             }
         }
@@ -470,9 +472,15 @@ mod tests {
         assert_eq!(err(b"{\"a\":"), "unexpected end of input, expected a JSON value at line 1, column 6");
         assert_eq!(err(b"[1,\n 2 x]"), "unexpected character 'x', expected ',' or ']' in an array at line 2, column 4");
         assert_eq!(err(b"{} {}"), "unexpected character '{' after the end of the JSON value at line 1, column 4");
-        assert_eq!(err(b"nul"), "unrecognized token 'nul', expected true, false, null, a number, a string, an array or an object at line 1, column 1");
+        assert_eq!(
+            err(b"nul"),
+            "unrecognized token 'nul', expected true, false, null, a number, a string, an array or an object at line 1, column 1"
+        );
         assert_eq!(err(b"1."), "invalid number: decimal point not followed by a digit at line 1, column 3");
-        assert_eq!(err(b"\"a\x01\""), "illegal unquoted character (code 1) in a string: control characters must be escaped at line 1, column 3");
+        assert_eq!(
+            err(b"\"a\x01\""),
+            "illegal unquoted character (code 1) in a string: control characters must be escaped at line 1, column 3"
+        );
         assert_eq!(err(b"\"\xff\""), "invalid UTF-8 byte in the input at line 1, column 2");
         assert_eq!(err(b"NaN"), "unexpected character 'N', expected a JSON value at line 1, column 1");
         let deep = "[".repeat(1001);

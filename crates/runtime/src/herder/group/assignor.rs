@@ -9,11 +9,27 @@ use crate::herder::ConnectorTaskId;
 
 /// `connectors`: every connector with its committed task count, in a stable order.
 /// Returns an assignment per member id.
-pub fn eager(leader: &str, members: &BTreeMap<String, WorkerState>, config_offset: i64, connectors: &BTreeMap<String, u32>) -> BTreeMap<String, Assignment> {
+pub fn eager(
+    leader: &str,
+    members: &BTreeMap<String, WorkerState>,
+    config_offset: i64,
+    connectors: &BTreeMap<String, u32>,
+) -> BTreeMap<String, Assignment> {
     let leader_url = members.get(leader).map(|m| m.url.clone()).unwrap_or_default();
     let mut out: BTreeMap<String, Assignment> = members
         .keys()
-        .map(|id| (id.clone(), Assignment { error: NO_ERROR, leader: leader.to_owned(), leader_url: leader_url.clone(), config_offset, ..Default::default() }))
+        .map(|id| {
+            (
+                id.clone(),
+                Assignment {
+                    error: NO_ERROR,
+                    leader: leader.to_owned(),
+                    leader_url: leader_url.clone(),
+                    config_offset,
+                    ..Default::default()
+                },
+            )
+        })
         .collect();
     if members.is_empty() {
         return out;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, RequestHeader, ResponseHeader, SyncGroupRequest, SyncGroupResponse,
+    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, RequestHeader, ResponseHeader, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -86,9 +86,13 @@ impl Connection {
         let mut buf = vec![0u8; len as usize];
         self.stream.read_exact(&mut buf).await.map_err(|source| GroupError::Io { addr: self.addr.clone(), source })?;
         let mut buf = Bytes::from(buf);
-        let header = ResponseHeader::decode(&mut buf, <R::Response as HeaderVersion>::header_version(version)).map_err(GroupError::decode)?;
+        let header =
+            ResponseHeader::decode(&mut buf, <R::Response as HeaderVersion>::header_version(version)).map_err(GroupError::decode)?;
         if header.correlation_id != self.correlation {
-            return Err(GroupError::Malformed(format!("correlation id {} from {}, expected {}", header.correlation_id, self.addr, self.correlation)));
+            return Err(GroupError::Malformed(format!(
+                "correlation id {} from {}, expected {}",
+                header.correlation_id, self.addr, self.correlation
+            )));
         }
         let response = R::Response::decode(&mut buf, version).map_err(GroupError::decode)?;
         if buf.has_remaining() {

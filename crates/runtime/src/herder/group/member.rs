@@ -20,11 +20,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use kafka_protocol::error::ParseResponseErrorCode;
-use kafka_protocol::messages::{
-    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
-};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::Notify;
@@ -152,7 +150,14 @@ impl GroupMember {
     }
 
     /// Join, sync, then heartbeat until something asks for a new round.
-    async fn round(&self, conn: &mut Connection, worker: &dyn GroupWorker, member_id: &mut String, holding: &mut bool, shutdown: &CancellationToken) -> Result<Next, GroupError> {
+    async fn round(
+        &self,
+        conn: &mut Connection,
+        worker: &dyn GroupWorker,
+        member_id: &mut String,
+        holding: &mut bool,
+        shutdown: &CancellationToken,
+    ) -> Result<Next, GroupError> {
         let s = &self.settings;
         if *holding {
             worker.revoke().await;
@@ -169,7 +174,9 @@ impl GroupMember {
             .with_rebalance_timeout_ms(s.rebalance_timeout.as_millis() as i32)
             .with_member_id(StrBytes::from_string(member_id.clone()))
             .with_protocol_type(StrBytes::from_static_str(PROTOCOL_TYPE))
-            .with_protocols(vec![JoinGroupRequestProtocol::default().with_name(StrBytes::from_static_str(EAGER)).with_metadata(Bytes::from(metadata.encode()))]);
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str(EAGER))
+                .with_metadata(Bytes::from(metadata.encode()))]);
         // The coordinator holds a JoinGroup until every member has joined (rebalance timeout).
         let joined = tokio::select! {
             r = conn.call(&join, JOIN_GROUP_V, s.rebalance_timeout + s.request_timeout()) => r?,
@@ -199,7 +206,11 @@ impl GroupMember {
             }
             tracing::info!(generation, members = members.len(), "elected group leader; assigning connectors and tasks");
             for (id, a) in worker.assign(&leader, &members).await {
-                assignments.push(SyncGroupRequestAssignment::default().with_member_id(StrBytes::from_string(id)).with_assignment(Bytes::from(a.encode())));
+                assignments.push(
+                    SyncGroupRequestAssignment::default()
+                        .with_member_id(StrBytes::from_string(id))
+                        .with_assignment(Bytes::from(a.encode())),
+                );
             }
         }
         let sync = SyncGroupRequest::default()
@@ -224,7 +235,10 @@ impl GroupMember {
         worker.assigned(generation, member_id, assignment).await;
         *holding = true;
 
-        let heartbeat = HeartbeatRequest::default().with_group_id(group).with_generation_id(generation).with_member_id(StrBytes::from_string(member_id.clone()));
+        let heartbeat = HeartbeatRequest::default()
+            .with_group_id(group)
+            .with_generation_id(generation)
+            .with_member_id(StrBytes::from_string(member_id.clone()));
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(s.heartbeat_interval) => {}
@@ -267,11 +281,19 @@ impl GroupMember {
         if member_id.is_empty() {
             return;
         }
-        let req = LeaveGroupRequest::default().with_group_id(GroupId(StrBytes::from_string(self.settings.group_id.clone()))).with_member_id(StrBytes::from_string(member_id.to_owned()));
+        let req = LeaveGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(self.settings.group_id.clone())))
+            .with_member_id(StrBytes::from_string(member_id.to_owned()));
         match conn.call(&req, LEAVE_GROUP_V, self.settings.request_timeout()).await {
             Ok(r) if r.error_code == 0 => tracing::info!(member_id, "left the group"),
-            Ok(r) => tracing::warn!(member_id, error = r.error_code, "LeaveGroup failed; the coordinator expires this member after session.timeout.ms"),
-            Err(e) => tracing::warn!(member_id, error = %e, "LeaveGroup failed; the coordinator expires this member after session.timeout.ms"),
+            Ok(r) => tracing::warn!(
+                member_id,
+                error = r.error_code,
+                "LeaveGroup failed; the coordinator expires this member after session.timeout.ms"
+            ),
+            Err(e) => {
+                tracing::warn!(member_id, error = %e, "LeaveGroup failed; the coordinator expires this member after session.timeout.ms")
+            }
         }
     }
 }

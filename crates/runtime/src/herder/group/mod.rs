@@ -11,8 +11,8 @@
 //! Plaintext TCP only for now: `security.protocol` other than PLAINTEXT is refused by
 //! [`GroupSettings::from_worker_props`].
 
-mod connection;
 pub mod assignor;
+mod connection;
 pub mod member;
 pub mod protocol;
 pub mod worker;
@@ -56,7 +56,12 @@ impl GroupSettings {
         let ms = |k: &str, default: Duration| -> Result<Duration, String> {
             match get(k) {
                 None => Ok(default),
-                Some(v) => v.parse::<u64>().ok().filter(|v| *v > 0).map(Duration::from_millis).ok_or_else(|| format!("{k} must be a positive number of milliseconds, got {v:?}")),
+                Some(v) => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| format!("{k} must be a positive number of milliseconds, got {v:?}")),
             }
         };
         let s = Self {
@@ -113,13 +118,17 @@ mod tests {
 
     #[test]
     fn settings_take_connects_keys_and_defaults() {
-        let props: BTreeMap<String, String> = [("bootstrap.servers", "PLAINTEXT://a:1, b:2"), ("group.id", "g"), ("session.timeout.ms", "6000")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
+        let props: BTreeMap<String, String> =
+            [("bootstrap.servers", "PLAINTEXT://a:1, b:2"), ("group.id", "g"), ("session.timeout.ms", "6000")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
         let s = GroupSettings::from_worker_props(&props).unwrap();
         assert_eq!(s.bootstrap, ["a:1", "b:2"]);
-        assert_eq!((s.session_timeout, s.heartbeat_interval, s.rebalance_timeout), (Duration::from_secs(6), DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_REBALANCE_TIMEOUT));
+        assert_eq!(
+            (s.session_timeout, s.heartbeat_interval, s.rebalance_timeout),
+            (Duration::from_secs(6), DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_REBALANCE_TIMEOUT)
+        );
         let mut bad = props.clone();
         bad.insert("heartbeat.interval.ms".into(), "7000".into());
         assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("heartbeat.interval.ms"));

@@ -114,7 +114,11 @@ impl Assignment {
     pub fn encode(&self) -> Vec<u8> {
         // Connectors in first-seen order, each with its sentinel first, then its tasks.
         let mut by_connector: Vec<(&str, Vec<i32>)> = Vec::new();
-        let entries = self.connectors.iter().map(|c| (c.as_str(), CONNECTOR_TASK)).chain(self.tasks.iter().map(|t| (t.connector.as_str(), t.task as i32)));
+        let entries = self
+            .connectors
+            .iter()
+            .map(|c| (c.as_str(), CONNECTOR_TASK))
+            .chain(self.tasks.iter().map(|t| (t.connector.as_str(), t.task as i32)));
         for (name, task) in entries {
             match by_connector.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, tasks)) => tasks.push(task),

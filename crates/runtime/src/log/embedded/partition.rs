@@ -36,10 +36,7 @@ pub(super) fn validate_topic_name(name: &str) -> LogResult<()> {
 
 pub(super) fn validate_config(name: &str, config: &TopicConfig) -> LogResult<()> {
     if config.partitions < 1 || config.partitions > MAX_PARTITIONS {
-        return Err(LogError::Invalid(format!(
-            "topic {name} needs between 1 and {MAX_PARTITIONS} partitions (got {})",
-            config.partitions
-        )));
+        return Err(LogError::Invalid(format!("topic {name} needs between 1 and {MAX_PARTITIONS} partitions (got {})", config.partitions)));
     }
     Ok(())
 }
@@ -55,7 +52,12 @@ struct TopicFile {
 
 impl TopicFile {
     fn from_config(c: &TopicConfig) -> Self {
-        Self { partitions: c.partitions, cleanup: c.cleanup.name().into(), retention_ms: c.retention_ms, retention_bytes: c.retention_bytes }
+        Self {
+            partitions: c.partitions,
+            cleanup: c.cleanup.name().into(),
+            retention_ms: c.retention_ms,
+            retention_bytes: c.retention_bytes,
+        }
     }
 
     fn into_config(self, path: &Path) -> LogResult<TopicConfig> {

@@ -181,8 +181,7 @@ impl Segment {
             if !out.is_empty() && bytes.len() > *budget {
                 return Ok(true);
             }
-            let record = frame::decode(bytes)
-                .map_err(|reason| FrameError::Corrupt { pos, reason }.into_log_error(&self.path))?;
+            let record = frame::decode(bytes).map_err(|reason| FrameError::Corrupt { pos, reason }.into_log_error(&self.path))?;
             *budget = budget.saturating_sub(bytes.len());
             out.push(record);
             if *budget == 0 {

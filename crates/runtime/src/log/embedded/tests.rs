@@ -54,9 +54,8 @@ async fn read_all(log: &EmbeddedLog, tp: &TopicPartition, from: i64) -> Vec<Stor
 /// of `per_batch`.
 async fn fill(log: &EmbeddedLog, topic: &str, partition: i32, n: usize, keys: usize, per_batch: usize) -> Vec<i64> {
     let mut offsets = Vec::new();
-    let records: Vec<Produce> = (0..n)
-        .map(|i| produce(topic, partition, rec(Some(&format!("k{}", i % keys)), Some(&format!("v{i}")))))
-        .collect();
+    let records: Vec<Produce> =
+        (0..n).map(|i| produce(topic, partition, rec(Some(&format!("k{}", i % keys)), Some(&format!("v{i}"))))).collect();
     for chunk in records.chunks(per_batch) {
         offsets.extend(log.append(chunk.to_vec()).await.unwrap());
     }
@@ -124,9 +123,8 @@ async fn round_trip_with_nulls_headers_and_many_partitions() {
 async fn futures_resolve_in_call_order() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedLog::open(dir.path(), opts()).unwrap();
-    let futures: Vec<AppendFuture> = (0..50)
-        .map(|i| log.append((0..10).map(|j| produce("t", 0, rec(None, Some(&format!("{i}-{j}"))))).collect()))
-        .collect();
+    let futures: Vec<AppendFuture> =
+        (0..50).map(|i| log.append((0..10).map(|j| produce("t", 0, rec(None, Some(&format!("{i}-{j}"))))).collect())).collect();
     let mut futures = futures.into_iter().rev();
     let last = futures.next().unwrap().await.unwrap();
     assert_eq!(last, (490..500).collect::<Vec<i64>>());
@@ -147,8 +145,7 @@ async fn futures_resolve_in_call_order() {
 async fn tiny_queue_still_keeps_call_order_and_drops_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedLog::open(dir.path(), EmbeddedOptions { queue_bytes: 1, ..opts() }).unwrap();
-    let futures: Vec<AppendFuture> =
-        (0..200).map(|i| log.append(vec![produce("t", 0, rec(None, Some(&format!("{i}"))))])).collect();
+    let futures: Vec<AppendFuture> = (0..200).map(|i| log.append(vec![produce("t", 0, rec(None, Some(&format!("{i}"))))])).collect();
     for (i, fut) in futures.into_iter().enumerate() {
         assert_eq!(fut.await.unwrap(), vec![i as i64]);
     }
@@ -428,8 +425,7 @@ async fn compaction_keeps_the_newest_record_per_key() {
     let log = EmbeddedLog::open(dir.path(), options.clone()).unwrap();
     log.ensure_topic("c", TopicConfig::compacted(1)).await.unwrap();
     let t = tp("c", 0);
-    let mut records: Vec<Produce> =
-        (0..300).map(|i| produce("c", 0, rec(Some(&format!("k{}", i % 10)), Some(&format!("v{i}"))))).collect();
+    let mut records: Vec<Produce> = (0..300).map(|i| produce("c", 0, rec(Some(&format!("k{}", i % 10)), Some(&format!("v{i}"))))).collect();
     records[295].record.value = None; // a tombstone is kept
     records[296].record.key = None; // records without key are kept
     records[150].record.key = None;
@@ -575,7 +571,8 @@ async fn retention_deletes_old_segments_and_moves_the_start() {
     // By time: segments whose newest record is older than retention_ms go, oldest first.
     let by_time = TopicConfig { retention_ms: Some(60_000), ..TopicConfig::new(1) };
     log.ensure_topic("timed", by_time).await.unwrap();
-    let old: Vec<Produce> = (0..50).map(|i| produce("timed", 0, LogRecord { timestamp: 1_000, ..rec(None, Some(&format!("v{i}"))) })).collect();
+    let old: Vec<Produce> =
+        (0..50).map(|i| produce("timed", 0, LogRecord { timestamp: 1_000, ..rec(None, Some(&format!("v{i}"))) })).collect();
     log.append(old).await.unwrap();
     fill(&log, "timed", 0, 50, 50, 10).await; // fresh timestamps
     log.run_maintenance().unwrap();
@@ -593,7 +590,8 @@ async fn retention_without_timestamps_uses_the_file_time() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedLog::open(dir.path(), EmbeddedOptions { segment_bytes: 500, ..opts() }).unwrap();
     log.ensure_topic("t", TopicConfig { retention_ms: Some(60_000), ..TopicConfig::new(1) }).await.unwrap();
-    let untimed: Vec<Produce> = (0..40).map(|i| produce("t", 0, LogRecord { timestamp: -1, ..rec(None, Some(&format!("v{i}"))) })).collect();
+    let untimed: Vec<Produce> =
+        (0..40).map(|i| produce("t", 0, LogRecord { timestamp: -1, ..rec(None, Some(&format!("v{i}"))) })).collect();
     log.append(untimed).await.unwrap();
     assert_eq!(log.run_maintenance().unwrap().segments_deleted, 0, "fresh files are kept");
     let first = segment_files(dir.path(), "t", 0)[0].clone();
@@ -735,7 +733,9 @@ async fn auto_create_unknown_partitions_and_invalid_names() {
     assert_eq!(log.offsets(&tp("auto2", 0)).await.unwrap(), (0, 0));
     assert!(matches!(log.append(vec![produce("auto2", -1, rec(None, None))]).await, Err(LogError::UnknownPartition { .. })));
     for bad in ["a/b", "..", ""] {
-        assert!(matches!(log.append(vec![produce(bad, 0, rec(None, None))]).await, Err(LogError::Invalid(m)) if m.contains(&format!("{bad:?}"))));
+        assert!(
+            matches!(log.append(vec![produce(bad, 0, rec(None, None))]).await, Err(LogError::Invalid(m)) if m.contains(&format!("{bad:?}")))
+        );
         assert!(matches!(log.partition_count(bad).await, Err(LogError::Invalid(_))));
         assert!(matches!(log.ensure_topic(bad, TopicConfig::new(1)).await, Err(LogError::Invalid(_))));
     }

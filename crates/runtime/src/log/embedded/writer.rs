@@ -58,10 +58,7 @@ impl Failure {
     fn to_error(&self) -> LogError {
         LogError::Io {
             path: self.path.clone(),
-            source: io::Error::new(
-                self.kind,
-                format!("an earlier write failed ({}); reopen the log to recover", self.message),
-            ),
+            source: io::Error::new(self.kind, format!("an earlier write failed ({}); reopen the log to recover", self.message)),
         }
     }
 }

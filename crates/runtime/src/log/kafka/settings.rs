@@ -138,7 +138,12 @@ fn translate(props: &Props, prefix: &str, key: &str, value: &str, out: &mut BTre
         }
         "ssl.truststore.location" => match store_type("truststore").as_str() {
             "PEM" => put("ssl.ca.location", value.to_owned()),
-            t => return Err(unsupported(&origin, &format!("a {t} truststore cannot be read by librdkafka; convert it to PEM and set ssl.ca.location (or ssl.truststore.type=PEM)"))),
+            t => return Err(unsupported(
+                &origin,
+                &format!(
+                    "a {t} truststore cannot be read by librdkafka; convert it to PEM and set ssl.ca.location (or ssl.truststore.type=PEM)"
+                ),
+            )),
         },
         "ssl.truststore.password" => {
             if store_type("truststore") != "PEM" {
@@ -152,7 +157,12 @@ fn translate(props: &Props, prefix: &str, key: &str, value: &str, out: &mut BTre
                 put("ssl.certificate.location", value.to_owned());
                 put("ssl.key.location", value.to_owned());
             }
-            t => return Err(unsupported(&origin, &format!("a {t} keystore cannot be read by librdkafka; use PKCS12 (ssl.keystore.type=PKCS12) or PEM"))),
+            t => {
+                return Err(unsupported(
+                    &origin,
+                    &format!("a {t} keystore cannot be read by librdkafka; use PKCS12 (ssl.keystore.type=PKCS12) or PEM"),
+                ))
+            }
         },
         "ssl.keystore.key" => put("ssl.key.pem", value.to_owned()),
         "ssl.keystore.certificate.chain" => put("ssl.certificate.pem", value.to_owned()),
@@ -283,7 +293,8 @@ mod tests {
         assert_eq!(values(&pem.admin)["ssl.ca.location"], "/ca.pem");
         let err = from_worker_props(&props(&[("ssl.truststore.location", "/ts.jks")])).unwrap_err().to_string();
         assert!(err.contains("ssl.truststore.location") && err.contains("PEM"), "{err}");
-        let p12 = from_worker_props(&props(&[("producer.ssl.keystore.type", "PKCS12"), ("producer.ssl.keystore.location", "/k.p12")])).unwrap();
+        let p12 =
+            from_worker_props(&props(&[("producer.ssl.keystore.type", "PKCS12"), ("producer.ssl.keystore.location", "/k.p12")])).unwrap();
         assert_eq!(values(&p12.producer)["ssl.keystore.location"], "/k.p12");
         let err = from_worker_props(&props(&[("sasl.jaas.config", "com.example.Custom required;")])).unwrap_err().to_string();
         assert!(err.contains("sasl.jaas.config") && err.contains("Custom"), "{err}");
@@ -291,7 +302,9 @@ mod tests {
 
     #[test]
     fn java_only_keys_are_dropped() {
-        let s = from_worker_props(&props(&[("producer.key.serializer", "x"), ("consumer.max.poll.records", "5"), ("producer.retries", "3")])).unwrap();
+        let s =
+            from_worker_props(&props(&[("producer.key.serializer", "x"), ("consumer.max.poll.records", "5"), ("producer.retries", "3")]))
+                .unwrap();
         assert!(s.producer.is_empty() && s.consumer.is_empty());
     }
 }

@@ -15,7 +15,10 @@
 //! insert); an update is dropped and logged, or fails the task with
 //! `table.op.invalid.behavior=fatal`.
 
-use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Validator, Value};
+use sluice_api::{
+    ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaRef, SchemaType, Struct, Validator,
+    Value,
+};
 
 use super::is_envelope;
 use super::json_payload::JsonExpansion;
@@ -120,14 +123,20 @@ impl EventRouter {
     fn event_timestamp(&self, envelope: &Struct, event: &Struct) -> ConnectResult<Option<i64>> {
         let envelope_ts = || envelope.get("ts_ms").and_then(Value::as_i64);
         let Some(field) = &self.field_event_timestamp else { return Ok(envelope_ts()) };
-        let f = event.schema().field(field).ok_or_else(|| data_error(NAME, format_args!("unable to find timestamp field `{field}` in the event")))?;
+        let f = event
+            .schema()
+            .field(field)
+            .ok_or_else(|| data_error(NAME, format_args!("unable to find timestamp field `{field}` in the event")))?;
         let Some(ts) = event.get(field).and_then(Value::as_i64) else { return Ok(envelope_ts()) };
         match f.schema.name.as_deref() {
             Some(sluice_api::schema::logical::TIMESTAMP) | Some("io.debezium.time.Timestamp") => Ok(Some(ts)),
             Some("io.debezium.time.MicroTimestamp") => Ok(Some(ts / 1_000)),
             Some("io.debezium.time.NanoTimestamp") => Ok(Some(ts / 1_000_000)),
             Some(other) => Err(data_error(NAME, format_args!("timestamp field `{field}` has unsupported type {other}"))),
-            None => Err(data_error(NAME, format_args!("timestamp field `{field}` is a {} without a logical timestamp type", f.schema.kind.json_name()))),
+            None => Err(data_error(
+                NAME,
+                format_args!("timestamp field `{field}` is a {} without a logical timestamp type", f.schema.kind.json_name()),
+            )),
         }
     }
 
@@ -174,7 +183,15 @@ impl Transform for EventRouter {
                 match self.invalid_op {
                     InvalidOp::Warn => tracing::warn!(topic = %record.topic, "unexpected update of the outbox table ignored"),
                     InvalidOp::Error => tracing::error!(topic = %record.topic, "unexpected update of the outbox table ignored"),
-                    InvalidOp::Fatal => return Err(data_error(NAME, format_args!("unexpected update of the outbox table (topic {}): outbox rows must only be inserted and deleted", record.topic))),
+                    InvalidOp::Fatal => {
+                        return Err(data_error(
+                            NAME,
+                            format_args!(
+                                "unexpected update of the outbox table (topic {}): outbox rows must only be inserted and deleted",
+                                record.topic
+                            ),
+                        ))
+                    }
                 }
                 return Ok(None);
             }
@@ -182,9 +199,13 @@ impl Transform for EventRouter {
         }
         let event = require_struct(envelope.get("after").unwrap_or(&Value::Null), NAME, "reading the outbox event")?;
         let event_schema = event.schema();
-        let payload_field = event_schema.field(&self.field_payload).ok_or_else(|| data_error(NAME, format_args!("unable to find payload field `{}` in the event", self.field_payload)))?;
+        let payload_field = event_schema
+            .field(&self.field_payload)
+            .ok_or_else(|| data_error(NAME, format_args!("unable to find payload field `{}` in the event", self.field_payload)))?;
         let timestamp = self.event_timestamp(envelope, event)?;
-        let id_field = event_schema.field(&self.field_event_id).ok_or_else(|| data_error(NAME, format_args!("unable to find event-id field `{}` in the event", self.field_event_id)))?;
+        let id_field = event_schema
+            .field(&self.field_event_id)
+            .ok_or_else(|| data_error(NAME, format_args!("unable to find event-id field `{}` in the event", self.field_event_id)))?;
         let mut headers = record.headers.clone();
         headers.add("id", Some(id_field.schema.clone()), event.get(&self.field_event_id).cloned().unwrap_or(Value::Null));
 
@@ -193,7 +214,9 @@ impl Transform for EventRouter {
 
         let routed = match event.get(&self.route_by_field) {
             Some(Value::String(s)) => s.clone(),
-            Some(other) if !other.is_null() => return Err(data_error(NAME, format_args!("route-by field `{}` must be a string", self.route_by_field))),
+            Some(other) if !other.is_null() => {
+                return Err(data_error(NAME, format_args!("route-by field `{}` must be a string", self.route_by_field)))
+            }
             _ => return Err(data_error(NAME, format_args!("route-by field `{}` is missing or null in the event", self.route_by_field))),
         };
 
@@ -215,7 +238,16 @@ impl Transform for EventRouter {
                     partition = match v {
                         Value::Int32(p) => Some(p),
                         Value::Null => None,
-                        other => return Err(data_error(NAME, format_args!("partition field `{}` must be an int32, found {}", a.field, crate::transform::require::kind_of(&other)))),
+                        other => {
+                            return Err(data_error(
+                                NAME,
+                                format_args!(
+                                    "partition field `{}` must be an int32, found {}",
+                                    a.field,
+                                    crate::transform::require::kind_of(&other)
+                                ),
+                            ))
+                        }
                     }
                 }
             }
@@ -249,7 +281,9 @@ impl Transform for EventRouter {
         let (key_schema, key) = match &self.field_event_key {
             None => (Some(Schema::string().into_ref()), Value::Null),
             Some(k) => {
-                let f = event_schema.field(k).ok_or_else(|| data_error(NAME, format_args!("unable to find event key field `{k}` in the event")))?;
+                let f = event_schema
+                    .field(k)
+                    .ok_or_else(|| data_error(NAME, format_args!("unable to find event key field `{k}` in the event")))?;
                 (Some(f.schema.clone()), event.get(k).cloned().unwrap_or(Value::Null))
             }
         };
@@ -271,12 +305,17 @@ pub(crate) fn create(props: &Props) -> ConnectResult<Box<dyn Transform>> {
             _ => {
                 return Err(ConnectError::config(
                     "table.fields.additional.placement",
-                    format!("invalid entry '{item}': use column:header, column:envelope or column:partition, optionally followed by :alias"),
+                    format!(
+                        "invalid entry '{item}': use column:header, column:envelope or column:partition, optionally followed by :alias"
+                    ),
                 ))
             }
         };
         if parts.len() > 3 {
-            return Err(ConnectError::config("table.fields.additional.placement", format!("invalid entry '{item}': at most column:placement:alias")));
+            return Err(ConnectError::config(
+                "table.fields.additional.placement",
+                format!("invalid entry '{item}': at most column:placement:alias"),
+            ));
         }
         let field = parts[0].to_owned();
         let alias = parts.get(2).map(|a| (*a).to_owned()).unwrap_or_else(|| field.clone());
@@ -289,7 +328,8 @@ pub(crate) fn create(props: &Props) -> ConnectResult<Box<dyn Transform>> {
     };
     let expand_json = config.boolean("table.expand.json.payload").then(|| JsonExpansion {
         null_as_optional_bytes: get("table.json.payload.null.behavior").is_some_and(|b| b.eq_ignore_ascii_case("optional_bytes")),
-        empty_array_as_optional_string: get("table.json.payload.empty.array.behavior").is_some_and(|b| b.eq_ignore_ascii_case("optional_string")),
+        empty_array_as_optional_string: get("table.json.payload.empty.array.behavior")
+            .is_some_and(|b| b.eq_ignore_ascii_case("optional_string")),
     });
     let regex = get("route.topic.regex").unwrap_or_else(|| "(?<routedByValue>.*)".to_owned());
     let replacement = props.get("route.topic.replacement").cloned().unwrap_or_else(|| "outbox.event.${routedByValue}".to_owned());

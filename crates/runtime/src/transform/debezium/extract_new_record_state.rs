@@ -14,7 +14,9 @@
 //! set but the deprecated `drop.tombstones` (default true) or `delete.handling.mode`
 //! (`drop` default, `rewrite`, `none`) is, those decide, as Debezium did before 3.x.
 
-use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaType, Struct, Validator, Value};
+use sluice_api::{
+    ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Schema, SchemaType, Struct, Validator, Value,
+};
 
 use super::is_envelope;
 use crate::transform::extract_field::ExtractField;
@@ -72,7 +74,10 @@ enum Mode {
     RewriteWithTombstone,
     DeleteToTombstone,
     /// The deprecated pair of keys.
-    Legacy { drop_tombstones: bool, deletes: LegacyDeletes },
+    Legacy {
+        drop_tombstones: bool,
+        deletes: LegacyDeletes,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,7 +253,9 @@ impl ExtractNewRecordState {
             if !self.drop_fields_keep_schema_compatible {
                 return names.clone();
             }
-            schema.map(|s| s.fields.iter().filter(|f| f.schema.optional && names.contains(&f.name)).map(|f| f.name.clone()).collect()).unwrap_or_default()
+            schema
+                .map(|s| s.fields.iter().filter(|f| f.schema.optional && names.contains(&f.name)).map(|f| f.name.clone()).collect())
+                .unwrap_or_default()
         };
         if self.drop_fields_from_key && !record.key.is_null() {
             let fields = to_drop(record.key_schema.as_ref());
@@ -288,7 +295,9 @@ impl Transform for ExtractNewRecordState {
                             record.headers.add(r.new_name.clone(), Some(s.into_ref()), v);
                         }
                     }
-                    _ if r.field == "op" => record.headers.add(r.new_name.clone(), Some(Schema::string().into_ref()), Value::String("d".to_owned())),
+                    _ if r.field == "op" => {
+                        record.headers.add(r.new_name.clone(), Some(Schema::string().into_ref()), Value::String("d".to_owned()))
+                    }
                     _ => {}
                 }
             }

@@ -72,7 +72,10 @@ impl JsonExpansion {
                         return Err(data_error(NAME, format_args!("field is not a homogenous array ({first} x {item})")));
                     }
                     if first.is_number() && self.schema(None, first)? != self.schema(None, item)? {
-                        return Err(data_error(NAME, format_args!("field is not a homogenous array ({first} x {item}): different number types")));
+                        return Err(data_error(
+                            NAME,
+                            format_args!("field is not a homogenous array ({first} x {item}): different number types"),
+                        ));
                     }
                 }
             }
@@ -89,7 +92,10 @@ impl JsonExpansion {
                             match left.fields.iter().position(|l| l.name == f.name) {
                                 None => push_field(&mut left, f.name.clone(), f.schema.clone()),
                                 Some(i) => {
-                                    if left.fields[i].schema != f.schema && left.fields[i].schema.kind == SchemaType::Bytes && f.schema.kind != SchemaType::Bytes {
+                                    if left.fields[i].schema != f.schema
+                                        && left.fields[i].schema.kind == SchemaType::Bytes
+                                        && f.schema.kind != SchemaType::Bytes
+                                    {
                                         left.fields[i].schema = f.schema.clone();
                                     }
                                 }
@@ -109,7 +115,8 @@ impl JsonExpansion {
     pub(crate) fn value(node: &Json, schema: &Schema) -> Value {
         match (node, schema.kind) {
             (Json::Object(map), SchemaType::Struct) => {
-                let values = schema.fields.iter().map(|f| map.get(&f.name).map(|v| Self::value(v, &f.schema)).unwrap_or(Value::Null)).collect();
+                let values =
+                    schema.fields.iter().map(|f| map.get(&f.name).map(|v| Self::value(v, &f.schema)).unwrap_or(Value::Null)).collect();
                 Value::Struct(Struct::from_values(schema.clone().into_ref(), values))
             }
             (Json::Array(items), SchemaType::Array) => {

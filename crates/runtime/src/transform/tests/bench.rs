@@ -25,7 +25,12 @@ fn transform_bench_three_stage_chain() {
         ("transforms.route.replacement", "routed-$1"),
     ]))
     .unwrap();
-    let schema = Schema::struct_of([("id", Schema::int64().into_ref()), ("ts", Schema::int64().into_ref()), ("payload", Schema::string().into_ref())]).into_ref();
+    let schema = Schema::struct_of([
+        ("id", Schema::int64().into_ref()),
+        ("ts", Schema::int64().into_ref()),
+        ("payload", Schema::string().into_ref()),
+    ])
+    .into_ref();
     let payload = "x".repeat(64);
     let records: Vec<TransformRecord> = (0..N)
         .map(|i| {
@@ -43,5 +48,8 @@ fn transform_bench_three_stage_chain() {
     }
     let elapsed = start.elapsed();
     assert_eq!(kept, N);
-    println!("transform chain (InsertField$Value + ReplaceField$Value + RegexRouter): {N} records in {elapsed:?}, {:.0} records/s", N as f64 / elapsed.as_secs_f64());
+    println!(
+        "transform chain (InsertField$Value + ReplaceField$Value + RegexRouter): {N} records in {elapsed:?}, {:.0} records/s",
+        N as f64 / elapsed.as_secs_f64()
+    );
 }

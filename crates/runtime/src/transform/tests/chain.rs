@@ -37,7 +37,10 @@ fn transform_chain_documented_hoist_and_insert_example() {
     assert_eq!(c.aliases(), ["MakeMap", "InsertSource"]);
     for line in ["foo", "bar", "hello world"] {
         let out = c.apply(record(Some(Schema::string()), s(line))).unwrap().unwrap();
-        assert_eq!(value_of(&out), format!(r#"struct{{line:string,data_source:string?}} | {{line={line:?},data_source="test-file-source"}}"#));
+        assert_eq!(
+            value_of(&out),
+            format!(r#"struct{{line:string,data_source:string?}} | {{line={line:?},data_source="test-file-source"}}"#)
+        );
     }
 }
 
@@ -96,7 +99,12 @@ fn transform_chain_insert_then_route_with_predicate() {
 fn transform_chain_empty_and_aliases() {
     assert!(chain(&[]).is_empty());
     assert!(chain(&[("transforms", " ")]).is_empty());
-    let c = chain(&[("transforms", "a"), ("transforms.a.type", "RegexRouter"), ("transforms.a.regex", ".*"), ("transforms.a.replacement", "x")]);
+    let c = chain(&[
+        ("transforms", "a"),
+        ("transforms.a.type", "RegexRouter"),
+        ("transforms.a.regex", ".*"),
+        ("transforms.a.replacement", "x"),
+    ]);
     assert_eq!(c.len(), 1);
 }
 
@@ -109,7 +117,12 @@ fn transform_chain_errors_name_the_key() {
 
     let (key, msg) = chain_err(&[("transforms", "a"), ("transforms.a.type", "com.example.Nope")]);
     assert_eq!(key, "transforms.a.type");
-    assert!(msg.starts_with("class com.example.Nope could not be found; available transformations are: org.apache.kafka.connect.transforms.Cast$Key,"), "{msg}");
+    assert!(
+        msg.starts_with(
+            "class com.example.Nope could not be found; available transformations are: org.apache.kafka.connect.transforms.Cast$Key,"
+        ),
+        "{msg}"
+    );
     assert!(msg.contains("io.debezium.transforms.outbox.EventRouter"), "{msg}");
 
     let (key, msg) = chain_err(&[("transforms", "a"), ("transforms.a.type", "Filter"), ("transforms.a.predicate", "p")]);
@@ -127,10 +140,15 @@ fn transform_chain_errors_name_the_key() {
     assert_eq!(key, "transforms.a.field");
     assert!(msg.contains("Missing required configuration \"field\""), "{msg}");
 
-    let (key, msg) = chain_err(&[("transforms", "c"), ("transforms.c.type", "org.apache.kafka.connect.transforms.Cast$Value"), ("transforms.c.spec", "x:blob")]);
+    let (key, msg) = chain_err(&[
+        ("transforms", "c"),
+        ("transforms.c.type", "org.apache.kafka.connect.transforms.Cast$Value"),
+        ("transforms.c.spec", "x:blob"),
+    ]);
     assert_eq!((key.as_str(), msg.as_str()), ("transforms.c.spec", "invalid type found in casting spec: blob"));
 
-    let (key, msg) = chain_err(&[("predicates", "p"), ("predicates.p.type", "org.apache.kafka.connect.transforms.predicates.TopicNameMatches")]);
+    let (key, msg) =
+        chain_err(&[("predicates", "p"), ("predicates.p.type", "org.apache.kafka.connect.transforms.predicates.TopicNameMatches")]);
     assert_eq!(key, "predicates.p.pattern");
     assert!(msg.contains("pattern"), "{msg}");
 

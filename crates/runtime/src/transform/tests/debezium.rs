@@ -17,13 +17,24 @@ struct Envelope {
 /// The envelope shape of ExtractNewRecordStateTest: row {id:int8, name:string?}, source with
 /// lsn, transaction {id, total_order, data_collection_order}.
 fn envelope() -> Envelope {
-    let row = Schema::struct_of([("id", Schema::int8().into_ref()), ("name", Schema::string().optional().into_ref())]).named("dummy.Value").optional().into_ref();
-    let source = Schema::struct_of([("lsn", Schema::int32().into_ref()), ("ts_ms", Schema::int64().optional().into_ref()), ("table", Schema::string().optional().into_ref())])
-        .named("source")
-        .into_ref();
-    let tx = Schema::struct_of([("id", Schema::string().into_ref()), ("total_order", Schema::int64().into_ref()), ("data_collection_order", Schema::int64().into_ref())])
+    let row = Schema::struct_of([("id", Schema::int8().into_ref()), ("name", Schema::string().optional().into_ref())])
+        .named("dummy.Value")
         .optional()
         .into_ref();
+    let source = Schema::struct_of([
+        ("lsn", Schema::int32().into_ref()),
+        ("ts_ms", Schema::int64().optional().into_ref()),
+        ("table", Schema::string().optional().into_ref()),
+    ])
+    .named("source")
+    .into_ref();
+    let tx = Schema::struct_of([
+        ("id", Schema::string().into_ref()),
+        ("total_order", Schema::int64().into_ref()),
+        ("data_collection_order", Schema::int64().into_ref()),
+    ])
+    .optional()
+    .into_ref();
     let schema = Schema::struct_of([
         ("before", row.clone()),
         ("after", row.clone()),
@@ -99,8 +110,14 @@ fn transform_unwrap_delete_tombstone_handling_modes() {
 
     // testHandleDeleteRewrite / testHandleCreateRewrite: __deleted "true" / "false".
     let rewrite = mode("rewrite");
-    assert_eq!(value_of(&apply(&*rewrite, e.delete())), r#"struct<dummy.Value>{id:int8,name:string?,__deleted:string?} | {id=1i8,name="myRecord",__deleted="true"}"#);
-    assert_eq!(value_of(&apply(&*rewrite, e.create())), r#"struct<dummy.Value>{id:int8,name:string?,__deleted:string?} | {id=1i8,name="myRecord",__deleted="false"}"#);
+    assert_eq!(
+        value_of(&apply(&*rewrite, e.delete())),
+        r#"struct<dummy.Value>{id:int8,name:string?,__deleted:string?} | {id=1i8,name="myRecord",__deleted="true"}"#
+    );
+    assert_eq!(
+        value_of(&apply(&*rewrite, e.create())),
+        r#"struct<dummy.Value>{id:int8,name:string?,__deleted:string?} | {id=1i8,name="myRecord",__deleted="false"}"#
+    );
     assert!(try_apply(&*rewrite, e.tombstone()).unwrap().is_none());
 
     // testTombstoneForwardConfigured.
@@ -152,7 +169,10 @@ fn transform_unwrap_add_fields_and_headers() {
     );
     // Without a transaction the transaction fields are null.
     let t = make(UNWRAP, &[("add.fields", "op,id")]);
-    assert_eq!(value_of(&apply(&*t, e.create())), r#"struct<dummy.Value>{id:int8,name:string?,__op:string?,__id:string?} | {id=1i8,name="myRecord",__op="c",__id=null}"#);
+    assert_eq!(
+        value_of(&apply(&*t, e.create())),
+        r#"struct<dummy.Value>{id:int8,name:string?,__op:string?,__id:string?} | {id=1i8,name="myRecord",__op="c",__id=null}"#
+    );
     // Fields are added to a rewritten delete, not to a delete turned into a null value.
     let t = make(UNWRAP, &[("add.fields", "op"), ("delete.tombstone.handling.mode", "rewrite")]);
     assert!(value_of(&apply(&*t, e.delete())).ends_with(r#"__deleted="true",__op="d"}"#));
@@ -212,7 +232,15 @@ impl Outbox {
     fn event(&self, op: &str, aggregate: &str, payload: Value) -> TransformRecord {
         let row = st(
             &self.row,
-            vec![s("da8d6de6-3b77-45ff-8f44-57db55a7a06c"), s(aggregate), s("10711fa5"), s("UserCreated"), payload, Value::Int32(3), Value::Int64(1_600_000_000_000)],
+            vec![
+                s("da8d6de6-3b77-45ff-8f44-57db55a7a06c"),
+                s(aggregate),
+                s("10711fa5"),
+                s("UserCreated"),
+                payload,
+                Value::Int32(3),
+                Value::Int64(1_600_000_000_000),
+            ],
         );
         let (before, after) = if op == "d" { (row, Value::Null) } else { (Value::Null, row) };
         let source = st(&self.schema.field("source").unwrap().schema, vec![s("db")]);
@@ -254,20 +282,29 @@ fn transform_event_router_placement_routing_and_tombstones() {
     let t = make(
         ROUTER,
         &[
-            ("table.fields.additional.placement", "type:envelope:payloadType,aggregateid:envelope:payloadId,type:header:payloadType,part:partition"),
+            (
+                "table.fields.additional.placement",
+                "type:envelope:payloadType,aggregateid:envelope:payloadId,type:header:payloadType,part:partition",
+            ),
             ("route.topic.replacement", "${routedByValue}.events"),
             ("table.field.event.timestamp", "created"),
         ],
     );
     let out = apply(&*t, o.event("c", "User", s("{}")));
     assert_eq!(out.topic, "User.events");
-    assert_eq!(value_of(&out), r#"struct<dbserver1.public.outboxevent.User.Value>{payload:string?,payloadType:string,payloadId:string} | {payload="{}",payloadType="UserCreated",payloadId="10711fa5"}"#);
+    assert_eq!(
+        value_of(&out),
+        r#"struct<dbserver1.public.outboxevent.User.Value>{payload:string?,payloadType:string,payloadId:string} | {payload="{}",payloadType="UserCreated",payloadId="10711fa5"}"#
+    );
     assert_eq!(headers_of(&out.headers), r#"id:string="da8d6de6-3b77-45ff-8f44-57db55a7a06c" payloadType:string="UserCreated""#);
     assert_eq!((out.partition, out.timestamp), (Some(3), Some(1_600_000_000_000)));
 
     let t = make(ROUTER, &[("route.tombstone.on.empty.payload", "true")]);
     let out = apply(&*t, o.event("c", "User", Value::Null));
-    assert_eq!((out.topic.as_str(), value_of(&out), key_of(&out)), ("outbox.event.User", "- | null".to_owned(), r#"string | "10711fa5""#.to_owned()));
+    assert_eq!(
+        (out.topic.as_str(), value_of(&out), key_of(&out)),
+        ("outbox.event.User", "- | null".to_owned(), r#"string | "10711fa5""#.to_owned())
+    );
 
     let t = make(ROUTER, &[("table.fields.additional.placement", "missing:header")]);
     assert!(apply_err(&*t, o.event("c", "User", s("{}"))).contains("unable to find additional field `missing`"));
@@ -290,7 +327,14 @@ fn transform_event_router_expands_json_payload() {
         value_of(&out),
         r#"struct<payload>{fullName:string?,enabled:boolean?,rating:float64?,age:int32?,pets:array<string?>?,address:struct<payload.address>{city:string?}?}? | {fullName="John Doe",enabled=true,rating=4.9f64,age=42i32,pets=["dog","cat"],address={city="X"}}"#
     );
-    let t = make(ROUTER, &[("table.expand.json.payload", "true"), ("table.json.payload.null.behavior", "optional_bytes"), ("table.json.payload.empty.array.behavior", "optional_string")]);
+    let t = make(
+        ROUTER,
+        &[
+            ("table.expand.json.payload", "true"),
+            ("table.json.payload.null.behavior", "optional_bytes"),
+            ("table.json.payload.empty.array.behavior", "optional_string"),
+        ],
+    );
     let out = apply(&*t, o.event("c", "User", s(r#"{"none":null,"empty":[]}"#)));
     assert_eq!(value_of(&out), "struct<payload>{none:bytes?,empty:array<string?>?}? | {none=null,empty=[]}");
     // Not JSON: left as the string it was.

@@ -100,11 +100,20 @@ fn transform_cast_errors() {
         "Cast: field `x` of type string cannot be cast to int32: 'abc' is not a number"
     );
     let t8 = make(&class("Cast$Value"), &[("spec", "int8")]);
-    assert_eq!(apply_err(&*t8, record(None, s("300"))), "Cast: value of type string cannot be cast to int8: '300' is out of range for int8");
+    assert_eq!(
+        apply_err(&*t8, record(None, s("300"))),
+        "Cast: value of type string cannot be cast to int8: '300' is out of range for int8"
+    );
     assert_eq!(value_of(&apply(&*t8, record(None, s("-12")))), "- | -12i8");
     let t = make(&class("Cast$Value"), &[("spec", "int32")]);
-    assert_eq!(apply_err(&*t, record(Some(Schema::bytes()), Value::Bytes(vec![1]))), "Cast: value of type bytes cannot be cast to int32: bytes can only be cast to string");
-    assert_eq!(apply_err(&*t, record(None, Value::Array(vec![]))), "Cast: value of type array cannot be cast to int32: only primitive types can be cast");
+    assert_eq!(
+        apply_err(&*t, record(Some(Schema::bytes()), Value::Bytes(vec![1]))),
+        "Cast: value of type bytes cannot be cast to int32: bytes can only be cast to string"
+    );
+    assert_eq!(
+        apply_err(&*t, record(None, Value::Array(vec![]))),
+        "Cast: value of type array cannot be cast to int32: only primitive types can be cast"
+    );
     assert!(config_error(&class("Cast$Value"), &[("spec", "foo:faketype")]).contains("invalid type found in casting spec: faketype"));
     assert!(config_error(&class("Cast$Value"), &[("spec", "int8,field:int16")]).contains("must be the only entry"));
     assert!(config_error(&class("Cast$Value"), &[("spec", "bytes")]).contains("cannot cast to bytes"));
@@ -125,7 +134,10 @@ fn transform_extract_field() {
     let out = apply(&*t, keyed(Some((*schema).clone()), Value::Null, None, Value::Null));
     assert_eq!(key_of(&out), "int32 | null");
     let t2 = make(&class("ExtractField$Key"), &[("field", "nonexistent")]);
-    assert_eq!(apply_err(&*t2, keyed(Some((*schema).clone()), st(&schema, vec![i32s(42)]), None, Value::Null)), "ExtractField: unknown field `nonexistent`");
+    assert_eq!(
+        apply_err(&*t2, keyed(Some((*schema).clone()), st(&schema, vec![i32s(42)]), None, Value::Null)),
+        "ExtractField: unknown field `nonexistent`"
+    );
 
     let nested = make(&class("ExtractField$Value"), &[("field", "magic.foo"), ("field.syntax.version", "V2")]);
     let out = apply(&*nested, record(None, map(&[("magic", map(&[("foo", i32s(42))]))])));
@@ -150,10 +162,16 @@ fn transform_flatten() {
     let top = Schema::struct_of([("A", one.clone()), ("arr", Schema::array(Schema::int32().into_ref()).into_ref())]).into_ref();
     let v = st(&top, vec![st(&one, vec![st(&two, vec![Value::Int8(8), s("x")]), Value::Null]), Value::Array(vec![i32s(1)])]);
     let out = apply(&*t, record(Some((*top).clone()), v));
-    assert_eq!(value_of(&out), r#"struct{A.B.int8:int8,A.B.string:string,A.opt:int32?,arr:array<int32>} | {A.B.int8=8i8,A.B.string="x",A.opt=null,arr=[1i32]}"#);
+    assert_eq!(
+        value_of(&out),
+        r#"struct{A.B.int8:int8,A.B.string:string,A.opt:int32?,arr:array<int32>} | {A.B.int8=8i8,A.B.string="x",A.opt=null,arr=[1i32]}"#
+    );
 
     let t = make(&class("Flatten$Value"), &[("delimiter", "#")]);
-    let out = apply(&*t, record(None, map(&[("A", map(&[("B", map(&[("int", i32s(1))])), ("s", s("x"))])), ("list", Value::Array(vec![i32s(1)]))])));
+    let out = apply(
+        &*t,
+        record(None, map(&[("A", map(&[("B", map(&[("int", i32s(1))])), ("s", s("x"))])), ("list", Value::Array(vec![i32s(1)]))])),
+    );
     assert_eq!(value_of(&out), r#"- | {"A#B#int":1i32,"A#s":"x","list":[1i32]}"#);
 
     // An optional parent makes its children optional; a parent's default fills a child's.
@@ -165,14 +183,24 @@ fn transform_flatten() {
 
     // FlattenTest.testOptionalAndDefaultValuesNested: an optional top-level struct with a
     // default makes every flattened field optional and passes its defaults down.
-    let mut inner = Schema::struct_of([("req_field", Schema::string().into_ref()), ("opt_field", Schema::string().optional().with_default(s("child_default")).into_ref())]).optional();
+    let mut inner = Schema::struct_of([
+        ("req_field", Schema::string().into_ref()),
+        ("opt_field", Schema::string().optional().with_default(s("child_default")).into_ref()),
+    ])
+    .optional();
     let default = Struct::new(inner.clone().into_ref()).with("req_field", "req_default");
     inner.default = Some(Value::Struct(default));
     let inner = inner.into_ref();
     let out = apply(&*make(&class("Flatten$Value"), &[]), record(Some((*inner).clone()), Value::Struct(Struct::new(inner.clone()))));
-    assert_eq!(value_of(&out), r#"struct{req_field:string?="req_default",opt_field:string?="child_default"} | {req_field=null,opt_field="child_default"}"#);
+    assert_eq!(
+        value_of(&out),
+        r#"struct{req_field:string?="req_default",opt_field:string?="child_default"} | {req_field=null,opt_field="child_default"}"#
+    );
 
-    assert_eq!(value_of(&apply(&*make(&class("Flatten$Value"), &[]), record(Some((*top).clone().optional()), Value::Null))), "struct{A:struct{B:struct{int8:int8,string:string},opt:int32?},arr:array<int32>}? | null");
+    assert_eq!(
+        value_of(&apply(&*make(&class("Flatten$Value"), &[]), record(Some((*top).clone().optional()), Value::Null))),
+        "struct{A:struct{B:struct{int8:int8,string:string},opt:int32?},arr:array<int32>}? | null"
+    );
     assert_eq!(value_of(&apply(&*make(&class("Flatten$Value"), &[]), record(None, Value::Null))), "- | null");
     let with_map = Schema::struct_of([("m", Schema::map(Schema::string().into_ref(), Schema::int32().into_ref()).into_ref())]).into_ref();
     assert_eq!(
@@ -185,7 +213,13 @@ fn transform_flatten() {
 // insertConfiguredFieldsIntoTombstoneEvent* / insertIntoNullKeyLeavesRecordUnchanged.
 #[test]
 fn transform_insert_field() {
-    let cfg = [("topic.field", "topic_field!"), ("partition.field", "partition_field"), ("timestamp.field", "timestamp_field?"), ("static.field", "instance_id"), ("static.value", "my-instance-id")];
+    let cfg = [
+        ("topic.field", "topic_field!"),
+        ("partition.field", "partition_field"),
+        ("timestamp.field", "timestamp_field?"),
+        ("static.field", "instance_id"),
+        ("static.value", "my-instance-id"),
+    ];
     let t = make(&class("InsertField$Value"), &cfg);
     let schema = Schema::struct_of([("magic", Schema::int64().into_ref())]).named("name").with_version(1).with_doc("doc").into_ref();
     let out = apply(&*t, record(Some((*schema).clone()), st(&schema, vec![Value::Int64(42)])));
@@ -195,7 +229,10 @@ fn transform_insert_field() {
     );
     assert_eq!(out.value_schema.as_ref().unwrap().doc.as_deref(), Some("doc"));
     let out = apply(&*t, record(None, map(&[("magic", Value::Int64(42))])));
-    assert_eq!(value_of(&out), r#"- | {"magic":42i64,"topic_field":"test","partition_field":0i32,"timestamp_field":1483425000000i64,"instance_id":"my-instance-id"}"#);
+    assert_eq!(
+        value_of(&out),
+        r#"- | {"magic":42i64,"topic_field":"test","partition_field":0i32,"timestamp_field":1483425000000i64,"instance_id":"my-instance-id"}"#
+    );
     assert_eq!(value_of(&apply(&*t, record(None, Value::Null))), "- | null");
     assert_eq!(value_of(&apply(&*t, record(Some((*schema).clone()), Value::Null))), "struct<name@1>{magic:int64} | null");
     let tk = make(&class("InsertField$Key"), &cfg);
@@ -204,7 +241,13 @@ fn transform_insert_field() {
     // offset.field needs a sink record.
     let off = make(&class("InsertField$Value"), &[("offset.field", "off")]);
     assert!(apply_err(&*off, record(None, map(&[]))).contains("offset.field"));
-    let sink = TransformRecord::from(sluice_api::SinkRecord { topic: "t".into(), partition: 2, offset: 99, value: map(&[]), ..Default::default() });
+    let sink = TransformRecord::from(sluice_api::SinkRecord {
+        topic: "t".into(),
+        partition: 2,
+        offset: 99,
+        value: map(&[]),
+        ..Default::default()
+    });
     assert_eq!(value_of(&apply(&*off, sink)), r#"- | {"off":99i64}"#);
     assert!(config_error(&class("InsertField$Value"), &[]).contains("no field insertion configured"));
     assert!(config_error(&class("InsertField$Value"), &[("static.field", "x")]).contains("static.value"));
@@ -232,7 +275,10 @@ fn transform_mask_field() {
             ]),
         ),
     );
-    assert_eq!(value_of(&out), r#"- | {"magic":42i32,"bool":false,"byte":0i8,"int":0i32,"long":0i64,"float":0.0f32,"string":"","list":[],"map":{},"absent":null}"#);
+    assert_eq!(
+        value_of(&out),
+        r#"- | {"magic":42i32,"bool":false,"byte":0i8,"int":0i32,"long":0i64,"float":0.0f32,"string":"","list":[],"map":{},"absent":null}"#
+    );
 
     let schema = Schema::struct_of([
         ("magic", Schema::int32().into_ref()),
@@ -243,13 +289,22 @@ fn transform_mask_field() {
     .into_ref();
     let v = || st(&schema, vec![i32s(42), i32s(100), Value::Bytes(decimal_bytes(12345)), s("secret")]);
     let t = make(&class("MaskField$Value"), &[("fields", "date,dec,string")]);
-    assert_eq!(value_of(&apply(&*t, record(Some((*schema).clone()), v()))), r#"struct{magic:int32,date:Date,dec:Decimal(2),string:string} | {magic=42i32,date=0i32,dec=0x00,string=""}"#);
+    assert_eq!(
+        value_of(&apply(&*t, record(Some((*schema).clone()), v()))),
+        r#"struct{magic:int32,date:Date,dec:Decimal(2),string:string} | {magic=42i32,date=0i32,dec=0x00,string=""}"#
+    );
     let t = make(&class("MaskField$Value"), &[("fields", "magic,dec,string"), ("replacement", "12")]);
-    assert_eq!(value_of(&apply(&*t, record(Some((*schema).clone()), v()))), r#"struct{magic:int32,date:Date,dec:Decimal(2),string:string} | {magic=12i32,date=100i32,dec=0x04b0,string="12"}"#);
+    assert_eq!(
+        value_of(&apply(&*t, record(Some((*schema).clone()), v()))),
+        r#"struct{magic:int32,date:Date,dec:Decimal(2),string:string} | {magic=12i32,date=100i32,dec=0x04b0,string="12"}"#
+    );
     let t = make(&class("MaskField$Value"), &[("fields", "date"), ("replacement", "12")]);
     assert!(apply_err(&*t, record(Some((*schema).clone()), v())).contains("with a custom replacement"));
     let t = make(&class("MaskField$Value"), &[("fields", "magic"), ("replacement", "foo")]);
-    assert_eq!(apply_err(&*t, record(Some((*schema).clone()), v())), "MaskField: cannot mask field `magic`: replacement 'foo' is not a valid int32");
+    assert_eq!(
+        apply_err(&*t, record(Some((*schema).clone()), v())),
+        "MaskField: cannot mask field `magic`: replacement 'foo' is not a valid int32"
+    );
     assert!(config_error(&class("MaskField$Value"), &[("fields", "a"), ("replacement", "")]).contains("replacement"));
     // A tombstone is an error, as Kafka's requireMap/requireStruct on null.
     assert!(apply_err(&*make(&class("MaskField$Value"), &[("fields", "a")]), record(None, Value::Null)).contains("found null"));
@@ -259,7 +314,8 @@ fn transform_mask_field() {
 #[test]
 fn transform_replace_field() {
     let t = make(&class("ReplaceField$Value"), &[("exclude", "dont"), ("renames", "abc:xyz,foo:bar")]);
-    let out = apply(&*t, record(None, map(&[("dont", s("whatever")), ("abc", i32s(42)), ("foo", Value::Boolean(true)), ("etc", s("etc"))])));
+    let out =
+        apply(&*t, record(None, map(&[("dont", s("whatever")), ("abc", i32s(42)), ("foo", Value::Boolean(true)), ("etc", s("etc"))])));
     assert_eq!(value_of(&out), r#"- | {"xyz":42i32,"bar":true,"etc":"etc"}"#);
     let t = make(&class("ReplaceField$Value"), &[("include", "abc,foo"), ("renames", "abc:xyz,foo:bar")]);
     let schema = Schema::struct_of([
@@ -272,10 +328,16 @@ fn transform_replace_field() {
     let out = apply(&*t, record(Some((*schema).clone()), st(&schema, vec![s("whatever"), i32s(42), Value::Boolean(true), s("etc")])));
     assert_eq!(value_of(&out), "struct{xyz:int32,bar:boolean} | {xyz=42i32,bar=true}");
     assert_eq!(value_of(&apply(&*t, record(None, Value::Null))), "- | null");
-    assert_eq!(value_of(&apply(&*t, record(Some((*schema).clone()), Value::Null))), "struct{dont:string,abc:int32,foo:boolean,etc:string} | null");
+    assert_eq!(
+        value_of(&apply(&*t, record(Some((*schema).clone()), Value::Null))),
+        "struct{dont:string,abc:int32,foo:boolean,etc:string} | null"
+    );
     let with_default = Schema::struct_of([("a", Schema::int32().optional().with_default(i32s(9)).into_ref())]).into_ref();
     let t = make(&class("ReplaceField$Value"), &[("renames", "a:b"), ("replace.null.with.default", "false")]);
-    assert_eq!(value_of(&apply(&*t, record(Some((*with_default).clone()), st(&with_default, vec![Value::Null])))), "struct{b:int32?=9i32} | {b=null}");
+    assert_eq!(
+        value_of(&apply(&*t, record(Some((*with_default).clone()), st(&with_default, vec![Value::Null])))),
+        "struct{b:int32?=9i32} | {b=null}"
+    );
     assert!(config_error(&class("ReplaceField$Value"), &[("renames", "a:b:c")]).contains("invalid rename mapping"));
 }
 
@@ -297,8 +359,17 @@ fn transform_timestamp_converter() {
     assert_eq!(value_of(&apply(&*conv("unix", &[("unix.precision", "seconds")]), ts())), "int64 | 86401i64");
     assert_eq!(value_of(&apply(&*conv("unix", &[("unix.precision", "microseconds")]), ts())), "int64 | 86401234000i64");
     assert_eq!(value_of(&apply(&*conv("string", &[]), ts())), r#"string | "1970 01 02 00 00 01 234 UTC""#);
-    assert_eq!(value_of(&apply(&*conv("Timestamp", &[]), record(Some(Schema::string()), s("1970 01 02 00 00 01 234 UTC")))), "Timestamp | 86401234i64");
-    assert_eq!(value_of(&apply(&*conv("Timestamp", &[("unix.precision", "nanoseconds")]), record(Some(Schema::int64()), Value::Int64(86_401_234_567_890)))), "Timestamp | 86401234i64");
+    assert_eq!(
+        value_of(&apply(&*conv("Timestamp", &[]), record(Some(Schema::string()), s("1970 01 02 00 00 01 234 UTC")))),
+        "Timestamp | 86401234i64"
+    );
+    assert_eq!(
+        value_of(&apply(
+            &*conv("Timestamp", &[("unix.precision", "nanoseconds")]),
+            record(Some(Schema::int64()), Value::Int64(86_401_234_567_890))
+        )),
+        "Timestamp | 86401234i64"
+    );
     assert_eq!(value_of(&apply(&*conv("Timestamp", &[]), record(Some(Schema::date()), i32s(1)))), "Timestamp | 86400000i64");
     // Schemaless: a Long is unix, a String is parsed with the format.
     assert_eq!(value_of(&apply(&*conv("Date", &[]), record(None, Value::Int64(MS)))), "- | 1i32");
@@ -317,6 +388,7 @@ fn transform_timestamp_converter() {
     assert!(apply_err(&*conv("unix", &[]), record(Some(Schema::int32()), i32s(1))).contains("does not hold a timestamp"));
     assert!(config_error(&class("TimestampConverter$Value"), &[("target.type", "string")]).contains("needs a format"));
     assert!(config_error(&class("TimestampConverter$Value"), &[("target.type", "invalid")]).contains("target.type"));
-    assert!(config_error(&class("TimestampConverter$Value"), &[("target.type", "unix"), ("unix.precision", "hours")]).contains("unix.precision"));
+    assert!(config_error(&class("TimestampConverter$Value"), &[("target.type", "unix"), ("unix.precision", "hours")])
+        .contains("unix.precision"));
     assert!(config_error(&class("TimestampConverter$Value"), &[("target.type", "string"), ("format", "bad-pattern")]).contains("format"));
 }

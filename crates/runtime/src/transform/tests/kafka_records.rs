@@ -139,7 +139,9 @@ fn transform_value_to_key() {
     let t = make(&class("ValueToKey"), &[("fields", "a,b")]);
     let out = apply(&*t, record(None, map(&[("a", Value::Int32(1)), ("b", Value::Int32(2)), ("c", Value::Int32(3))])));
     assert_eq!(key_of(&out), r#"- | {"a":1i32,"b":2i32}"#);
-    let schema = Schema::struct_of([("a", Schema::int32().into_ref()), ("b", Schema::int32().into_ref()), ("c", Schema::int32().into_ref())]).into_ref();
+    let schema =
+        Schema::struct_of([("a", Schema::int32().into_ref()), ("b", Schema::int32().into_ref()), ("c", Schema::int32().into_ref())])
+            .into_ref();
     let out = apply(&*t, record(Some((*schema).clone()), st(&schema, vec![Value::Int32(1), Value::Int32(2), Value::Int32(3)])));
     assert_eq!(key_of(&out), "struct{a:int32,b:int32} | {a=1i32,b=2i32}");
     assert_eq!(value_of(&out), "struct{a:int32,b:int32,c:int32} | {a=1i32,b=2i32,c=3i32}");
@@ -148,13 +150,19 @@ fn transform_value_to_key() {
         apply_err(&*t, record(Some((*schema).clone()), st(&schema, vec![Value::Int32(1), Value::Int32(2), Value::Int32(3)]))),
         "ValueToKey: field `not_exist` does not exist in the value schema"
     );
-    assert_eq!(apply_err(&*t, record(None, Value::Null)), "ValueToKey: only map values are supported without a schema for copying fields from value to key, found null");
+    assert_eq!(
+        apply_err(&*t, record(None, Value::Null)),
+        "ValueToKey: only map values are supported without a schema for copying fields from value to key, found null"
+    );
     // ValueToKeyTest.testReplaceNullWithDefaultConfig: a null field with a default gives the
     // default unless replace.null.with.default=false.
     let schema = Schema::struct_of([("a", Schema::int32().optional().with_default(Value::Int32(7)).into_ref())]).into_ref();
     let r = || record(Some((*schema).clone()), st(&schema, vec![Value::Null]));
     assert_eq!(key_of(&apply(&*make(&class("ValueToKey"), &[("fields", "a")]), r())), "struct{a:int32?=7i32} | {a=7i32}");
-    assert_eq!(key_of(&apply(&*make(&class("ValueToKey"), &[("fields", "a"), ("replace.null.with.default", "false")]), r())), "struct{a:int32?=7i32} | {a=null}");
+    assert_eq!(
+        key_of(&apply(&*make(&class("ValueToKey"), &[("fields", "a"), ("replace.null.with.default", "false")]), r())),
+        "struct{a:int32?=7i32} | {a=null}"
+    );
 }
 
 // HeaderFromTest: copy and move, with and without schema; config errors for mismatched lists.
@@ -176,7 +184,8 @@ fn transform_header_from() {
     // A field missing from the schema is an error (Kafka fails on it too).
     let missing = make(&class("HeaderFrom$Value"), &[("fields", "nope"), ("headers", "h"), ("operation", "copy")]);
     assert_eq!(apply_err(&*missing, record(Some((*schema).clone()), value())), "HeaderFrom: field `nope` is not in the schema");
-    assert!(config_error(&class("HeaderFrom$Value"), &[("fields", "a,b"), ("headers", "h"), ("operation", "copy")]).contains("same number of elements"));
+    assert!(config_error(&class("HeaderFrom$Value"), &[("fields", "a,b"), ("headers", "h"), ("operation", "copy")])
+        .contains("same number of elements"));
     assert!(config_error(&class("HeaderFrom$Value"), &[("fields", "a"), ("headers", "h"), ("operation", "cut")]).contains("operation"));
 }
 

@@ -146,9 +146,12 @@ pub(crate) fn value_text(v: &Value) -> String {
         Value::String(s) => format!("{s:?}"),
         Value::Bytes(b) => format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
         Value::Array(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(",")),
-        Value::Map(entries) => format!("{{{}}}", entries.iter().map(|(k, v)| format!("{}:{}", value_text(k), value_text(v))).collect::<Vec<_>>().join(",")),
+        Value::Map(entries) => {
+            format!("{{{}}}", entries.iter().map(|(k, v)| format!("{}:{}", value_text(k), value_text(v))).collect::<Vec<_>>().join(","))
+        }
         Value::Struct(s) => {
-            let fields: Vec<String> = s.schema().fields.iter().map(|f| format!("{}={}", f.name, value_text(&s.values()[f.index]))).collect();
+            let fields: Vec<String> =
+                s.schema().fields.iter().map(|f| format!("{}={}", f.name, value_text(&s.values()[f.index]))).collect();
             format!("{{{}}}", fields.join(","))
         }
     }
