@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from harness import free_port, http, proc_usage  # noqa: E402
+from harness import StandaloneWorker, free_port, proc_usage  # noqa: E402  (kafka.py uses these through this module)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
@@ -53,54 +53,19 @@ CONFIGS = [
 
 
 def run_pipeline(binary, name, props, source_extra, records, payload):
-    work = tempfile.mkdtemp(prefix="sluice-bench-")
-    port = free_port()
-    worker = os.path.join(work, "worker.properties")
-    base = {
-        "listeners": f"http://127.0.0.1:{port}",
-        "data.dir": os.path.join(work, "data"),
-        "offset.flush.interval.ms": "200",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    }
-    base.update(props)
-    with open(worker, "w") as f:
-        f.writelines(f"{k}={v}\n" for k, v in base.items())
-    env = dict(os.environ, RUST_LOG="warn")
-    proc = subprocess.Popen([binary, "standalone", worker], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if http("GET", url + "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        cpu0, _ = proc_usage(proc.pid)
+    with StandaloneWorker(binary, props) as w:
+        cpu0, _ = w.usage()
         start = time.monotonic()
-        code, body = http("POST", url + "/connectors", {"name": "sink", "config": {"connector.class": "discard", "topics": "bench"}})
-        assert code == 201, body
-        source = {"connector.class": "datagen", "kafka.topic": "bench-raw" if source_extra else "bench", "quickstart": "bench",
-                  "iterations": str(records), "records.per.second": "0", "max.interval": "0", "batch.size": "5000",
-                  "payload.bytes": str(payload), **source_extra}
-        code, body = http("POST", url + "/connectors", {"name": "gen", "config": source})
-        assert code == 201, body
-        while True:
-            code, body = http("GET", url + "/connectors/sink/offsets")
-            done = sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", []))
-            if done >= records:
-                break
-            if proc.poll() is not None:
-                raise RuntimeError(f"sluice exited: {proc.stderr.read().decode()}")
+        w.create("sink", {"connector.class": "discard", "topics": "bench"})
+        w.create("gen", {"connector.class": "datagen", "kafka.topic": "bench-raw" if source_extra else "bench", "quickstart": "bench",
+                         "iterations": str(records), "records.per.second": "0", "max.interval": "0", "batch.size": "5000",
+                         "payload.bytes": str(payload), **source_extra})
+        while w.sink_committed() < records:
+            w.check_alive()
             time.sleep(0.02)
         wall = time.monotonic() - start
-        cpu1, rss = proc_usage(proc.pid)
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(work, "data", "topics", "bench")) for f in fs)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(work, ignore_errors=True)
+        cpu1, rss = w.usage()
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(w.work, "data", "topics", "bench")) for f in fs)
     return {"name": name, "wall": wall, "rate": records / wall, "mb": size / 1e6, "mbs": size / 1e6 / wall, "cpu": cpu1 - cpu0, "rss": rss}
 
 

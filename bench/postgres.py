@@ -36,12 +36,11 @@ import sys
 import tempfile
 import time
 import urllib.request
-from harness import free_port, http, proc_usage  # noqa: E402
+from harness import StandaloneWorker, free_port, http  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
 PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 PUBLICATION = "bench_pub"
 TOPIC = "pg.public.bench"
 
@@ -92,22 +91,6 @@ SINK_JSON = False
 
 
 def run_sluice(binary, pg, name, props, connector, rows):
-    work = tempfile.mkdtemp(prefix="sluice-bench-")
-    port = free_port()
-    worker = os.path.join(work, "worker.properties")
-    base = {
-        "listeners": f"http://127.0.0.1:{port}",
-        "data.dir": os.path.join(work, "data"),
-        "offset.flush.interval.ms": "200",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    }
-    base.update(props)
-    with open(worker, "w") as f:
-        f.writelines(f"{k}={v}\n" for k, v in base.items())
-    env = dict(os.environ, RUST_LOG="warn")
-    proc = subprocess.Popen([binary, "standalone", worker], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
     config = {
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.user": "postgres", "database.password": "",
@@ -115,42 +98,24 @@ def run_sluice(binary, pg, name, props, connector, rows):
         "publication.name": PUBLICATION, "publication.autocreate.mode": "disabled",
     }
     config.update(connector)
-    try:
-        for _ in range(600):
-            try:
-                if http("GET", url + "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        cpu0, _ = proc_usage(proc.pid)
+    with StandaloneWorker(binary, props) as w:
+        cpu0, _ = w.usage()
         start = time.monotonic()
         sink = {"connector.class": "discard", "topics": TOPIC}
         if not SINK_JSON:
             sink.update({"key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
                          "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
-        code, body = http("POST", url + "/connectors", {"name": "sink", "config": sink})
-        assert code == 201, body
-        code, body = http("POST", url + "/connectors", {"name": "pg", "config": config})
-        assert code == 201, body
-        while True:
-            code, body = http("GET", url + "/connectors/sink/offsets")
-            done = sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", []))
-            if done >= rows:
-                break
-            if proc.poll() is not None:
-                raise RuntimeError(f"sluice exited: {proc.stderr.read().decode()}")
-            code, status = http("GET", url + "/connectors/pg/status")
+        w.create("sink", sink)
+        w.create("pg", config)
+        while w.sink_committed() < rows:
+            w.check_alive()
+            code, status = http("GET", w.url + "/connectors/pg/status")
             failed = [t for t in (status or {}).get("tasks", []) if t.get("state") == "FAILED"]
             if failed:
                 raise RuntimeError(f"the postgres task failed: {failed[0].get('trace')}")
             time.sleep(0.02)
         wall = time.monotonic() - start
-        cpu1, rss = proc_usage(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(work, ignore_errors=True)
+        cpu1, rss = w.usage()
     return {"name": name, "wall": wall, "rate": rows / wall, "cpu": cpu1 - cpu0, "rss": rss}
 
 

@@ -12,17 +12,14 @@ usage: bench/s3.py [--records N] [--payload BYTES] [--flush-size N] [--binary PA
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
-from harness import free_port, http, proc_usage  # noqa: E402
+from harness import StandaloneWorker  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 S3SH = os.path.join(ROOT, "tests", "services", "s3.sh")
 BUCKET = "bench"
 
@@ -55,56 +52,22 @@ def objects(s3, prefix):
 
 
 def run_sink(binary, s3, endpoint, name, props, args):
-    work = tempfile.mkdtemp(prefix="sluice-bench-s3-")
-    port = free_port()
-    worker = os.path.join(work, "worker.properties")
-    base = {
-        "listeners": f"http://127.0.0.1:{port}",
-        "data.dir": os.path.join(work, "data"),
-        "offset.flush.interval.ms": "200",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
-    }
-    with open(worker, "w") as f:
-        f.writelines(f"{k}={v}\n" for k, v in base.items())
-    proc = subprocess.Popen([binary, "standalone", worker], cwd=work, env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
     prefix = name.replace("/", "-")
-    try:
-        for _ in range(600):
-            try:
-                if http("GET", url + "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        cpu0, _ = proc_usage(proc.pid)
+    with StandaloneWorker(binary, {"value.converter.schemas.enable": "true"}, prefix="sluice-bench-s3-") as w:
+        cpu0, _ = w.usage()
         start = time.monotonic()
         config = {"connector.class": "s3", "topics": "bench", "s3.bucket.name": BUCKET, "s3.region": "us-east-1", "store.url": endpoint,
                   "aws.access.key.id": "t", "aws.secret.access.key": "t", "flush.size": str(args.flush_size), "topics.dir": prefix}
         config.update(props)
-        code, body = http("POST", url + "/connectors", {"name": "sink", "config": config})
-        assert code == 201, body
-        code, body = http("POST", url + "/connectors", {"name": "gen", "config": {
-            "connector.class": "datagen", "kafka.topic": "bench", "quickstart": "bench", "iterations": str(args.records),
-            "records.per.second": "0", "max.interval": "0", "batch.size": "5000", "payload.bytes": str(args.payload)}})
-        assert code == 201, body
-        while True:
-            code, body = http("GET", url + "/connectors/sink/offsets")
-            done = sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", []))
-            if done >= args.records:
-                break
-            if proc.poll() is not None:
-                raise RuntimeError(f"sluice exited: {proc.stderr.read().decode()}")
+        w.create("sink", config)
+        w.create("gen", {"connector.class": "datagen", "kafka.topic": "bench", "quickstart": "bench", "iterations": str(args.records),
+                         "records.per.second": "0", "max.interval": "0", "batch.size": "5000", "payload.bytes": str(args.payload)})
+        while w.sink_committed() < args.records:
+            w.check_alive()
             time.sleep(0.05)
         wall = time.monotonic() - start
-        cpu1, rss = proc_usage(proc.pid)
+        cpu1, rss = w.usage()
         objs = objects(s3, prefix + "/")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(work, ignore_errors=True)
     size = sum(s for _, s in objs)
     return {"name": name, "wall": wall, "rate": args.records / wall, "mb": size / 1e6, "mbs": size / 1e6 / wall, "cpu": cpu1 - cpu0, "rss": rss, "objects": len(objs)}
 
