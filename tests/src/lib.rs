@@ -364,3 +364,50 @@ impl Drop for KafkaBroker {
         let _ = Command::new(Self::script()).arg("stop").arg(&self.dir).status();
     }
 }
+
+/// The numbered lines `line-000000`, `line-000001`, … that [`LineWriter`] appends.
+pub fn numbered_lines(total: usize) -> Vec<String> {
+    (0..total).map(|i| format!("line-{i:06}")).collect()
+}
+
+/// Appends [`numbered_lines`] to a file in chunks of 100, pausing between chunks, on its own
+/// thread: a source that keeps growing while a test kills and restarts the worker.
+pub struct LineWriter {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LineWriter {
+    pub fn start(path: &Path, total: usize, pause: Duration) -> Self {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (path, flag) = (path.to_path_buf(), done.clone());
+        let thread = std::thread::spawn(move || {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("open the input file");
+            for chunk in numbered_lines(total).chunks(100) {
+                let text: String = chunk.iter().map(|l| format!("{l}\n")).collect();
+                f.write_all(text.as_bytes()).expect("append to the input file");
+                std::thread::sleep(pause);
+            }
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Self { done, thread: Some(thread) }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            t.join().expect("the line writer panicked");
+        }
+    }
+}
+
+/// Each distinct item at its first occurrence, in order: what an at-least-once stream
+/// delivered once duplicates are set aside.
+pub fn first_deliveries(items: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items.iter().filter(|l| seen.insert(l.as_str())).cloned().collect()
+}

@@ -1,12 +1,9 @@
 //! SIGKILL the worker while lines stream; after each restart nothing is lost, and the
 //! connectors come back on their own.
 
-use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_tests::{eventually, json, read_lines, Worker};
+use sluice_tests::{eventually, first_deliveries, json, numbered_lines, read_lines, LineWriter, Worker};
 
 #[test]
 fn sigkill_mid_stream_loses_nothing() {
@@ -27,24 +24,11 @@ fn sigkill_mid_stream_loses_nothing() {
     w.wait_running("sink", 1);
 
     // A writer appends lines steadily for the whole test.
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let input = input.clone();
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut f = std::fs::OpenOptions::new().append(true).open(&input).unwrap();
-            for chunk in 0..TOTAL / 100 {
-                let text: String = (chunk * 100..(chunk + 1) * 100).map(|i| format!("line-{i:06}\n")).collect();
-                f.write_all(text.as_bytes()).unwrap();
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
+    let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(10));
 
     let mut kills = 0;
     let mut rng = fastrand_seed();
-    while !done.load(Ordering::SeqCst) || kills < 3 {
+    while !writer.is_done() || kills < 3 {
         std::thread::sleep(Duration::from_millis(150 + rng() % 600));
         w.kill9();
         kills += 1;
@@ -56,9 +40,9 @@ fn sigkill_mid_stream_loses_nothing() {
             break;
         }
     }
-    writer.join().unwrap();
+    writer.join();
 
-    let expected: Vec<String> = (0..TOTAL).map(|i| format!("line-{i:06}")).collect();
+    let expected = numbered_lines(TOTAL);
     eventually(Duration::from_secs(90), "every line in the output", || {
         let out = read_lines(&output);
         let mut seen: Vec<&String> = out.iter().collect();
@@ -72,14 +56,7 @@ fn sigkill_mid_stream_loses_nothing() {
     unique.dedup();
     assert_eq!(unique, expected, "every input line must reach the output");
     // First occurrences keep the input order: duplicates only repeat what came before.
-    let mut firsts = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for l in &out {
-        if seen.insert(l.clone()) {
-            firsts.push(l.clone());
-        }
-    }
-    assert_eq!(firsts, expected, "order of first deliveries");
+    assert_eq!(first_deliveries(&out), expected, "order of first deliveries");
     let duplicates = out.len() - TOTAL;
     eprintln!("crash test: {kills} SIGKILLs, {TOTAL} lines, {duplicates} duplicate deliveries (at-least-once)");
 }

@@ -3,15 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_api::TopicPartition;
 use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::CleanupPolicy;
 use sluice_runtime::log::Log;
-use sluice_tests::{eventually, json, read_lines, KafkaBroker, Launch, Worker};
+use sluice_tests::{eventually, first_deliveries, json, numbered_lines, read_lines, KafkaBroker, Launch, LineWriter, Worker};
 
 fn kafka_log(bootstrap: &str) -> KafkaLog {
     let props = [("bootstrap.servers".to_owned(), bootstrap.to_owned())].into_iter().collect();
@@ -66,21 +64,9 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     w.wait_running("src", 1);
     w.wait_running("sink", 1);
 
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (input, done) = (input.clone(), done.clone());
-        std::thread::spawn(move || {
-            let mut f = std::fs::OpenOptions::new().append(true).open(&input).unwrap();
-            for chunk in 0..TOTAL / 100 {
-                let text: String = (chunk * 100..(chunk + 1) * 100).map(|i| format!("line-{i:06}\n")).collect();
-                f.write_all(text.as_bytes()).unwrap();
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
+    let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(20));
     let mut kills = 0;
-    while !done.load(Ordering::SeqCst) || kills < 2 {
+    while !writer.is_done() || kills < 2 {
         std::thread::sleep(Duration::from_millis(300 + 200 * kills));
         w.kill9();
         kills += 1;
@@ -91,15 +77,14 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
             break;
         }
     }
-    writer.join().unwrap();
+    writer.join();
 
-    let expected: Vec<String> = (0..TOTAL).map(|i| format!("line-{i:06}")).collect();
+    let expected = numbered_lines(TOTAL);
     eventually(Duration::from_secs(90), "every line in the output file", || {
         read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL
     });
     let out = read_lines(&output);
-    let mut seen = BTreeSet::new();
-    let firsts: Vec<String> = out.iter().filter(|l| seen.insert((*l).clone())).cloned().collect();
+    let firsts = first_deliveries(&out);
     assert!(
         firsts == expected,
         "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}",
@@ -111,8 +96,7 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     // SIGKILL: at least once), and only the data topic is there: the worker's own topics
     // stay in its embedded log.
     let (values, topics) = topic_values(&broker.bootstrap, "stream");
-    let mut seen = BTreeSet::new();
-    let firsts: Vec<String> = values.iter().filter(|v| seen.insert((*v).clone())).cloned().collect();
+    let firsts = first_deliveries(&values);
     assert!(
         firsts == expected,
         "the Kafka topic holds every line in order: {} unique of {TOTAL}, first difference at {:?}",

@@ -138,12 +138,14 @@ fn translate(props: &Props, prefix: &str, key: &str, value: &str, out: &mut BTre
         }
         "ssl.truststore.location" => match store_type("truststore").as_str() {
             "PEM" => put("ssl.ca.location", value.to_owned()),
-            t => return Err(unsupported(
-                &origin,
-                &format!(
+            t => {
+                return Err(unsupported(
+                    &origin,
+                    &format!(
                     "a {t} truststore cannot be read by librdkafka; convert it to PEM and set ssl.ca.location (or ssl.truststore.type=PEM)"
                 ),
-            )),
+                ))
+            }
         },
         "ssl.truststore.password" => {
             if store_type("truststore") != "PEM" {
