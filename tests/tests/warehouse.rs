@@ -218,3 +218,92 @@ fn warehouse_mirrors_the_source_through_crashes() {
             == "0"
     );
 }
+
+/// A change the warehouse rejects (a CHECK constraint the source does not have) is
+/// dead-lettered with Connect's context headers while every other change is applied, and
+/// the sink's progress moves past it (`errors.tolerance=all`).
+#[test]
+fn a_change_the_target_rejects_is_dead_lettered_and_the_rest_applied() {
+    let pg = Pg::start();
+    pg.sql("postgres", "CREATE DATABASE wh");
+    pg.sql("postgres", "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, n int NOT NULL)");
+    pg.sql("wh", "CREATE TABLE items (id int PRIMARY KEY, name text, n int CHECK (n >= 0))");
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
+    let port = pg.port.to_string();
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": "127.0.0.1", "database.port": port, "database.user": "postgres",
+            "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": "dlq_slot",
+            "table.include.list": "public.items", "poll.interval.ms": "100"
+        }}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "wh", "config": {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": "srv.public.items",
+            "connection.url": format!("jdbc:postgresql://127.0.0.1:{port}/wh"),
+            "connection.username": "postgres", "connection.password": "",
+            "insert.mode": "upsert", "primary.key.mode": "record_key", "delete.enabled": "true",
+            "collection.name.format": "${source.table}", "batch.size": "100",
+            "errors.tolerance": "all", "errors.log.enable": "true",
+            "errors.deadletterqueue.topic.name": "wh-dlq", "errors.deadletterqueue.context.headers.enable": "true"
+        }}),
+    );
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    w.wait_running("wh", 1);
+    // 200 rows in one transaction, rows 50 and 150 with a negative n; then row 7 updated to
+    // a negative n (rejected: the target keeps its old value) and row 8 deleted.
+    pg.sql("postgres", "INSERT INTO items SELECT g, 'r' || g, CASE WHEN g IN (50, 150) THEN -1 ELSE g END FROM generate_series(1, 200) g");
+    pg.sql(
+        "postgres",
+        "UPDATE items SET n = -7, name = 'neg' WHERE id = 7; DELETE FROM items WHERE id = 8; UPDATE items SET name = 'last' WHERE id = 9",
+    );
+    let expected = "SELECT string_agg(id || ':' || name || ':' || n, ',' ORDER BY id) FROM items WHERE n >= 0 AND id <> 7";
+    // id 7 keeps its pre-update row in the target.
+    let mut want_rows: Vec<String> = pg.sql("postgres", expected).trim().split(',').map(str::to_owned).collect();
+    want_rows.push("7:r7:7".to_owned());
+    want_rows.sort_by_key(|r| r.split(':').next().unwrap().parse::<i32>().unwrap());
+    let got = || {
+        let out = pg.sql("wh", "SELECT coalesce(string_agg(id || ':' || name || ':' || n, ',' ORDER BY id), '') FROM items");
+        out.trim().split(',').map(str::to_owned).collect::<Vec<_>>()
+    };
+    sluice_tests::eventually(Duration::from_secs(60), "the target holds every accepted change", || got() == want_rows);
+    let status = w.wait_running("wh", 1);
+    assert_eq!(status["tasks"][0]["state"], "RUNNING", "{status}");
+
+    let data = dir.path().join("data");
+    let dead = || {
+        let (code, out, err) = Worker::cli(&["topics", "consume", "wh-dlq", "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
+        assert_eq!(code, 0, "{err}");
+        out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>()
+    };
+    sluice_tests::eventually(Duration::from_secs(30), "three dead letters", || dead().len() == 3);
+    let dead = dead();
+    let header = |d: &serde_json::Value, k: &str| -> Option<serde_json::Value> {
+        d["headers"].as_array()?.iter().find(|h| h["key"] == k).map(|h| h["value"].clone())
+    };
+    let mut keys = Vec::new();
+    for d in &dead {
+        assert_eq!(header(d, "__connect.errors.stage"), Some(json!("TASK_PUT")), "{d}");
+        assert_eq!(header(d, "__connect.errors.topic"), Some(json!("srv.public.items")), "{d}");
+        assert_eq!(header(d, "__connect.errors.connector.name"), Some(json!("wh")), "{d}");
+        let message = header(d, "__connect.errors.exception.message").and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
+        assert!(message.contains("check constraint") && message.contains("key {id="), "{message}");
+        // The original bytes: the Debezium envelope as the source wrote it.
+        let value = match &d["value"] {
+            serde_json::Value::String(text) => serde_json::from_str(text).unwrap(),
+            other => other.clone(),
+        };
+        assert!(value["payload"]["after"]["n"].as_i64().unwrap() < 0, "{value}");
+        keys.push(value["payload"]["after"]["id"].as_i64().unwrap());
+    }
+    keys.sort();
+    assert_eq!(keys, vec![7, 50, 150]);
+    assert!(w.output().contains("skipping the record"), "errors.log.enable logs each one");
+}

@@ -115,11 +115,38 @@ pub struct SinkTaskContext {
     pub task_id: u32,
     pub props: Props,
     rewinds: Arc<Mutex<BTreeMap<TopicPartition, i64>>>,
+    reporter: Option<Arc<dyn ErrantRecordReporter>>,
+}
+
+/// Reports records a sink task could not write (Connect's `ErrantRecordReporter`, KIP-610).
+///
+/// The runtime applies the connector's error handling (`errors.tolerance`, `errors.log.*`,
+/// `errors.deadletterqueue.*`) to a reported record as to one that failed conversion.
+#[async_trait]
+pub trait ErrantRecordReporter: Send + Sync {
+    /// Reports `record` (one handed to the current `put`) as failed with `error`.
+    ///
+    /// `Ok` means the failure is tolerated and what it calls for is durable (the dead-letter
+    /// record is in the log): the task may skip the record and let its offset be
+    /// committed. `Err` means it is not tolerated: `put` should return that error, which
+    /// fails the task with the record's position and the cause.
+    async fn report(&self, record: &SinkRecord, error: crate::error::ConnectError) -> ConnectResult<()>;
 }
 
 impl SinkTaskContext {
     pub fn new(connector: String, task_id: u32, props: Props) -> Self {
-        Self { connector, task_id, props, rewinds: Arc::default() }
+        Self { connector, task_id, props, rewinds: Arc::default(), reporter: None }
+    }
+
+    /// The same context with an errant-record reporter; set by the runtime.
+    pub fn with_reporter(mut self, reporter: Arc<dyn ErrantRecordReporter>) -> Self {
+        self.reporter = Some(reporter);
+        self
+    }
+
+    /// The reporter for records `put` cannot write, when the runtime provides one.
+    pub fn errant_record_reporter(&self) -> Option<Arc<dyn ErrantRecordReporter>> {
+        self.reporter.clone()
     }
 
     /// Asks the runtime to read `tp` from `offset` next (e.g. from offsets the sink keeps in

@@ -47,7 +47,7 @@ pub trait Dialect: Send {
     /// either both are durable or neither is.
     async fn write(&mut self, connector: &str, batch: &Batch) -> Result<(), WriteError>;
 
-    /// After a [`ErrorKind::Data`] error: applies the batches one after another in a
-    /// transaction that is rolled back, and returns the first that fails with its error.
-    async fn find_failing(&mut self, batches: &[Batch]) -> Option<(usize, WriteError)>;
+    /// Applies `batch` in a transaction that is rolled back: whether writing it would fail,
+    /// and how. Used after an [`ErrorKind::Data`] error to find the record at fault.
+    async fn probe(&mut self, batch: &Batch) -> Result<(), WriteError>;
 }

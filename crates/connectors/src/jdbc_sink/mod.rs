@@ -16,11 +16,15 @@
 //! committed in the target with the data, so a crash at any point neither loses nor
 //! applies a batch twice.
 //!
+//! A record the target rejects (a constraint, a type that does not fit): the batch is
+//! rolled back, the record at fault is found by a binary search over prefixes of the batch
+//! (each applied and rolled back), and reported through the runtime's errant-record
+//! reporter, which applies the connector's `errors.*` keys: with `errors.tolerance=none` the
+//! task fails naming its topic, partition, offset and key; with `all` it is logged and
+//! dead-lettered (durably, before the offsets move) and the rest of the batch is written.
+//!
 //! Known gaps of this version:
 //! - PostgreSQL targets only; no TLS (`sslmode` disable/prefer).
-//! - A record that fails to write fails the task (naming topic, partition, offset and key);
-//!   dead-lettering single records from inside `put` is not available in the runtime yet,
-//!   so `errors.tolerance=all` does not skip such records.
 //! - Struct and map fields (other than Debezium's logical types) and nested arrays have
 //!   no column type yet; `pk.mode=record_header`, connection pools, naming strategies,
 //!   time zones other than UTC and the keys listed in `config::UNSUPPORTED_KEYS` are rejected.

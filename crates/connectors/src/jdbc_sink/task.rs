@@ -6,6 +6,8 @@
 //! open(partitions) ─▶ read sluice_sink_offsets ─▶ ctx.request_offset(tp, next)
 //! put(records) ─▶ drop records below the stored next offset (applied already)
 //!              ─▶ per batch.size records: build Batch ─▶ Dialect::write (data + offsets, one tx)
+//!              ─▶ data error: find the record at fault, report it (errors.* decide:
+//!                 fail, or dead-letter durably), write the rest with the same offsets
 //!              ─▶ durable[tp] = next offset of the batch
 //! pre_commit(current) ─▶ durable (what the target has), never more than current
 //! ```
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sluice_api::{ConnectError, ConnectResult, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
+use sluice_api::{ConnectError, ConnectResult, ErrantRecordReporter, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
 
 use super::batch::{self, TableName};
 use super::config::JdbcSinkConfig;
@@ -88,26 +90,102 @@ impl JdbcSinkTask {
         ConnectError::retriable_from("write to the target failed; retrying", e)
     }
 
-    /// After a data error on a batch: finds the record at fault by applying the records
-    /// one by one (rolled back), and names it.
-    async fn data_error(&mut self, records: &[SinkRecord], batch: &batch::Batch, e: WriteError) -> ConnectError {
+    /// After a data error on a batch of `records`: finds the first record whose prefix of the
+    /// batch fails (a binary search over prefixes, each applied and rolled back) and names it.
+    /// `Err` when the search itself cannot go on (the target went away, or no prefix fails).
+    async fn find_bad(&mut self, records: &[SinkRecord], e: WriteError) -> Result<(usize, ConnectError), ConnectError> {
         let cfg = self.cfg.clone().expect("started");
-        let mut singles = Vec::with_capacity(records.len());
-        let mut tables = self.topic_tables.clone();
-        for r in records {
-            match batch::build(&cfg, std::slice::from_ref(r), &mut tables) {
-                Ok(b) => singles.push(b),
-                Err(bad) => return ConnectError::fatal(format!("cannot write {}: {}", bad.origin, bad.reason)),
+        let (mut good, mut bad, mut error) = (0usize, records.len(), e);
+        while bad - good > 1 {
+            let mid = (good + bad) / 2;
+            let mut tables = self.topic_tables.clone();
+            let prefix = batch::build(&cfg, &records[..mid], &mut tables)
+                .map_err(|b| ConnectError::fatal(format!("cannot write the record at {}: {}", b.origin, b.reason)))?;
+            let dialect = self.dialect.as_mut().expect("started");
+            match dialect.probe(&prefix).await {
+                Ok(()) => good = mid,
+                Err(e) if e.kind == ErrorKind::Data => (bad, error) = (mid, e),
+                Err(e) if e.kind == ErrorKind::Retriable => return Err(self.retry_or_fail(e).await),
+                Err(e) => return Err(ConnectError::fatal_from("cannot write to the target", e)),
             }
         }
-        let dialect = self.dialect.as_mut().expect("started");
-        if let Some((i, single)) = dialect.find_failing(&singles).await {
-            let origin = &singles[i].origins[0];
-            return ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", single.message), single);
+        let r = &records[bad - 1];
+        let origin = batch::Origin { topic: r.topic.clone(), partition: r.partition, offset: r.offset, key: batch::describe_key(&r.key) };
+        Ok((bad - 1, ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", error.message), error)))
+    }
+
+    fn reporter(&self) -> Option<Arc<dyn ErrantRecordReporter>> {
+        self.ctx.as_ref().and_then(|c| c.errant_record_reporter())
+    }
+
+    /// Hands a record that cannot be written to the runtime's error handling: `Ok` when it
+    /// is tolerated (skipped, and dead-lettered when configured), else the error that fails
+    /// the task.
+    async fn skip(reporter: Option<Arc<dyn ErrantRecordReporter>>, record: &SinkRecord, error: ConnectError) -> ConnectResult<()> {
+        match reporter {
+            Some(reporter) => {
+                tracing::warn!(topic = %record.topic, partition = record.partition, offset = record.offset, error = %error, "a record cannot be written; reporting it");
+                reporter.report(record, error).await
+            }
+            None => Err(error),
         }
-        match e.origin.and_then(|o| batch.origins.get(o)) {
-            Some(origin) => ConnectError::fatal_from(format!("cannot write a batch (first record of the failing step: {origin})"), e),
-            None => ConnectError::fatal_from("cannot write a batch", e),
+    }
+
+    /// Writes one chunk and its offsets in one transaction. A record that cannot be written
+    /// goes to [`Self::skip`]; the rest are written, and the offsets cover the skipped ones.
+    async fn write_chunk(&mut self, connector: &str, chunk: &[SinkRecord]) -> ConnectResult<()> {
+        let cfg = self.cfg.clone().expect("started");
+        let mut offsets = BTreeMap::new();
+        for r in chunk {
+            let next = offsets.entry(r.topic_partition()).or_insert(r.offset + 1);
+            *next = (*next).max(r.offset + 1);
+        }
+        let mut remaining: Option<Vec<SinkRecord>> = None;
+        loop {
+            let records = remaining.as_deref().unwrap_or(chunk);
+            let mut batch = match batch::build(&cfg, records, &mut self.topic_tables) {
+                Ok(b) => b,
+                Err(bad) => {
+                    let at = records
+                        .iter()
+                        .position(|r| r.offset == bad.origin.offset && r.partition == bad.origin.partition && r.topic == bad.origin.topic)
+                        .expect("a bad record comes from the batch");
+                    Self::skip(
+                        self.reporter(),
+                        &records[at],
+                        ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)),
+                    )
+                    .await?;
+                    let mut rest = records.to_vec();
+                    rest.remove(at);
+                    remaining = Some(rest);
+                    continue;
+                }
+            };
+            batch.offsets = offsets.clone();
+            let dialect = self.dialect.as_mut().expect("started");
+            match dialect.write(connector, &batch).await {
+                Ok(()) => {
+                    self.failures = 0;
+                    for (tp, next) in batch.offsets {
+                        let d = self.durable.entry(tp).or_insert(next);
+                        *d = (*d).max(next);
+                    }
+                    return Ok(());
+                }
+                Err(e) => match e.kind {
+                    ErrorKind::Retriable => return Err(self.retry_or_fail(e).await),
+                    ErrorKind::Fatal => return Err(ConnectError::fatal_from("cannot write to the target", e)),
+                    ErrorKind::Data => {
+                        let records = records.to_vec();
+                        let (at, error) = self.find_bad(&records, e).await?;
+                        Self::skip(self.reporter(), &records[at], error).await?;
+                        let mut rest = records;
+                        rest.remove(at);
+                        remaining = Some(rest);
+                    }
+                },
+            }
         }
     }
 }
@@ -153,25 +231,7 @@ impl SinkTask for JdbcSinkTask {
         let cfg = self.cfg.clone().expect("started");
         let connector = self.connector();
         for chunk in pending.chunks(cfg.batch_size) {
-            let batch = batch::build(&cfg, chunk, &mut self.topic_tables)
-                .map_err(|bad| ConnectError::fatal(format!("cannot write the record at {}: {}", bad.origin, bad.reason)))?;
-            let dialect = self.dialect.as_mut().expect("started");
-            match dialect.write(&connector, &batch).await {
-                Ok(()) => {
-                    self.failures = 0;
-                    for (tp, next) in batch.offsets {
-                        let d = self.durable.entry(tp).or_insert(next);
-                        *d = (*d).max(next);
-                    }
-                }
-                Err(e) => {
-                    return Err(match e.kind {
-                        ErrorKind::Retriable => self.retry_or_fail(e).await,
-                        ErrorKind::Data => self.data_error(chunk, &batch, e).await,
-                        ErrorKind::Fatal => ConnectError::fatal_from("cannot write to the target", e),
-                    })
-                }
-            }
+            self.write_chunk(&connector, chunk).await?;
         }
         Ok(())
     }

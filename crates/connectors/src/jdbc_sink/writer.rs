@@ -442,17 +442,13 @@ impl Dialect for PgWriter {
         }
     }
 
-    async fn find_failing(&mut self, batches: &[Batch]) -> Option<(usize, WriteError)> {
+    async fn probe(&mut self, batch: &Batch) -> Result<(), WriteError> {
         let cfg = self.cfg.clone();
-        let client = self.open().await.ok()?;
-        let tx = client.transaction().await.ok()?;
+        let client = self.open().await?;
+        let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
         let mut cache = HashMap::new();
         let mut n = 0;
-        for (i, b) in batches.iter().enumerate() {
-            if let Err(e) = apply(&tx, &cfg, &mut cache, b, &mut n).await {
-                return Some((i, e));
-            }
-        }
-        None
+        apply(&tx, &cfg, &mut cache, batch, &mut n).await
+        // Dropping the transaction rolls it back.
     }
 }

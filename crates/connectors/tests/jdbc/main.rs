@@ -6,8 +6,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 
-use sluice_api::{ConnectError, Props, Schema, SchemaRef, SinkRecord, SinkTask, SinkTaskContext, Struct, Task, TopicPartition, Value};
+use sluice_api::{
+    ConnectError, ConnectResult, ErrantRecordReporter, Props, Schema, SchemaRef, SinkRecord, SinkTask, SinkTaskContext, Struct, Task,
+    TopicPartition, Value,
+};
 
 const PLACEHOLDER: &str = "__debezium_unavailable_value";
 const TOPIC: &str = "srv.public.items";
@@ -423,4 +427,80 @@ async fn a_bad_record_fails_naming_it_and_a_down_target_is_retriable() {
     t.put(batch).await.unwrap();
     let db = pg.client().await;
     assert_eq!(rows(&db, "SELECT id || ':' || name FROM items ORDER BY id").await, vec!["1:z", "2:a"]);
+}
+
+/// The runtime's side of error handling, as a sink sees it: keeps what is reported, and
+/// tolerates it or not.
+struct Reporter {
+    tolerate: bool,
+    reported: Mutex<Vec<(i64, String)>>,
+}
+
+#[async_trait::async_trait]
+impl ErrantRecordReporter for Reporter {
+    async fn report(&self, record: &SinkRecord, error: ConnectError) -> ConnectResult<()> {
+        self.reported.lock().unwrap().push((record.offset, error.trace()));
+        if self.tolerate {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_the_target_rejects_are_reported_and_the_rest_is_written() {
+    let pg = Pg::start();
+    let db = pg.client().await;
+    db.batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int CHECK (n >= 0))").await.unwrap();
+    let p = pg.debezium(&[("batch.size", "500")]);
+    let class = p.get("connector.class").cloned().unwrap();
+    let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
+    let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
+    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
+    t.start(SinkTaskContext::new("wh".into(), 0, p.clone()).with_reporter(reporter.clone())).await.unwrap();
+    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+
+    // 300 inserts and updates; three break the target's CHECK constraint, one of them the
+    // last record of the put (its offset must still be covered).
+    let mut e = Events { with_extra: false, offset: 0 };
+    let bad = [37_i64, 180, 299];
+    let records: Vec<SinkRecord> = (0..300)
+        .map(|i| {
+            let n = if bad.contains(&i) { -1 } else { i as i32 };
+            let id = (i % 120) as i32;
+            e.upsert(if i < 120 { "c" } else { "u" }, id, &format!("v{i}"), "b", n)
+        })
+        .collect();
+    t.put(records).await.unwrap();
+
+    let reported = reporter.reported.lock().unwrap().clone();
+    assert_eq!(reported.iter().map(|(o, _)| *o).collect::<Vec<_>>(), bad, "exactly the rejected records, in order");
+    for (offset, trace) in &reported {
+        let key = offset % 120;
+        assert!(trace.contains(&format!("topic {TOPIC} partition 0 offset {offset} key {{id={key}}}")), "{trace}");
+        assert!(trace.contains("check constraint"), "{trace}");
+    }
+    // Every other record is applied: per key the last good change wins.
+    let expected: Vec<String> = (0..120)
+        .map(|id| {
+            let last_good = (0..300_i64).filter(|i| i % 120 == id && !bad.contains(i)).max().unwrap();
+            format!("{id}:v{last_good}:{last_good}")
+        })
+        .collect();
+    assert_eq!(rows(&db, "SELECT id || ':' || name || ':' || n FROM items ORDER BY id").await, expected);
+    // The stored offset covers the whole put, the skipped last record included.
+    let current = BTreeMap::from([(TopicPartition::new(TOPIC, 0), 300)]);
+    assert_eq!(t.pre_commit(&current).await.unwrap(), current);
+    assert_eq!(rows(&db, "SELECT next_offset::text FROM sluice_sink_offsets").await, vec!["300"]);
+
+    // Not tolerated: put fails with the reporter's error and writes nothing of the chunk.
+    let reporter = Arc::new(Reporter { tolerate: false, reported: Mutex::default() });
+    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
+    t.start(SinkTaskContext::new("wh".into(), 0, p).with_reporter(reporter.clone())).await.unwrap();
+    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let err = t.put(vec![e.upsert("u", 1, "late", "b", 5), e.upsert("u", 2, "late", "b", -3)]).await.unwrap_err();
+    assert!(err.trace().contains("offset 301 key {id=2}"), "{}", err.trace());
+    assert_eq!(reporter.reported.lock().unwrap().len(), 1);
+    assert_eq!(rows(&db, "SELECT name FROM items WHERE id = 1").await, vec!["v241"]);
 }

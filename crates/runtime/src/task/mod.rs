@@ -9,6 +9,7 @@
 //!          SinkTask::pre_commit ─▶ consumer-group offsets (durable)
 //! ```
 
+pub mod errant;
 pub mod errors;
 pub mod sink;
 pub mod source;

@@ -19,6 +19,7 @@ use sluice_api::{ConnectResult, SinkRecord, SinkTask, SinkTaskContext, Timestamp
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::errant::{Fetched, SinkErrantReporter};
 use super::errors::{ErrorPolicy, FailedRecord};
 use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
@@ -67,9 +68,11 @@ pub struct SinkRunner {
 
 impl SinkRunner {
     pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
-        self.task.start(self.ctx.clone()).await?;
+        let class = self.ctx.props.get("task.class").or_else(|| self.ctx.props.get("connector.class")).cloned().unwrap_or_default();
+        let reporter = Arc::new(SinkErrantReporter::new(self.id.clone(), class, self.errors.clone(), self.log.clone()));
+        self.task.start(self.ctx.clone().with_reporter(reporter.clone())).await?;
         let mut state = Positions::default();
-        let result = self.consume(&mut state, &shutdown).await;
+        let result = self.consume(&mut state, &reporter, &shutdown).await;
         if result.is_ok() {
             self.commit(&mut state).await;
         }
@@ -83,7 +86,7 @@ impl SinkRunner {
         result
     }
 
-    async fn consume(&mut self, state: &mut Positions, shutdown: &CancellationToken) -> ConnectResult<()> {
+    async fn consume(&mut self, state: &mut Positions, reporter: &SinkErrantReporter, shutdown: &CancellationToken) -> ConnectResult<()> {
         let mut last_commit = Instant::now();
         let mut last_refresh: Option<Instant> = None;
         let mut backoff = Backoff::new();
@@ -117,14 +120,15 @@ impl SinkRunner {
             if self.state.is_paused() {
                 self.state.running();
             }
-            let fetched = self.fetch(state, &mut cursor).await?;
+            let fetched: Fetched = Arc::new(self.fetch(state, &mut cursor).await?);
             if fetched.is_empty() {
                 continue;
             }
+            reporter.set_current(fetched.clone());
             // A topic is active once records are read from it (as in Connect), and again
             // after a reset of the connector's active topics.
             let mut last_topic: Option<&str> = None;
-            for (tp, _) in &fetched {
+            for (tp, _) in fetched.iter() {
                 if last_topic != Some(tp.topic.as_str()) {
                     self.status.topic_used(&self.id.connector, &tp.topic, self.id.task);
                     last_topic = Some(tp.topic.as_str());
@@ -166,7 +170,7 @@ impl SinkRunner {
                     }
                 }
             }
-            for (tp, r) in &fetched {
+            for (tp, r) in fetched.iter() {
                 state.next.insert(tp.clone(), r.offset + 1);
             }
         }
