@@ -5,74 +5,30 @@
 //! the log's records at its offsets, and every object is complete (Parquet files open).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
-use sluice_tests::{eventually, free_port, json, Json, Worker};
+use sluice_tests::{eventually, json, Json, Moto, Worker};
 
 const BUCKET: &str = "e2e";
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/s3.sh")
-}
-
-struct Moto {
-    pid: String,
-    port: u16,
-    python: PathBuf,
-}
-
-impl Moto {
-    fn start() -> Self {
-        let port = free_port();
-        let out = Command::new("bash").arg(script()).arg("start").arg(port.to_string()).output().expect("run s3.sh");
-        assert!(out.status.success(), "s3.sh start failed (this test needs a real S3 server): {}", String::from_utf8_lossy(&out.stderr));
-        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let venv = Command::new("bash").arg(script()).arg("install").output().expect("run s3.sh install");
-        let python = PathBuf::from(String::from_utf8_lossy(&venv.stdout).trim()).join("bin/python");
-        let m = Self { pid, port, python };
-        m.py(&format!("s3.create_bucket(Bucket={BUCKET:?})"));
-        m
-    }
-
-    /// Runs Python with `s3` (a boto3 client for this server) defined; returns stdout.
-    fn py(&self, body: &str) -> String {
-        let code = format!(
-            "import boto3,json,io,sys\ns3=boto3.client('s3',endpoint_url='http://127.0.0.1:{}',region_name='us-east-1',aws_access_key_id='t',aws_secret_access_key='t')\n{body}",
-            self.port
-        );
-        let out = Command::new(&self.python).arg("-c").arg(code).output().expect("run python");
-        assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// `{key: [id, …]}` for every object under `prefix`, read with json / pyarrow.
-    fn objects(&self, prefix: &str) -> BTreeMap<String, Vec<i64>> {
-        let out = self.py(&format!(
-            r#"
+/// `{key: [id, …]}` for every object under `prefix`, read with json / pyarrow.
+fn objects(moto: &Moto, prefix: &str) -> BTreeMap<String, Vec<i64>> {
+    let out = moto.py(&format!(
+        r#"
 import pyarrow.parquet as pq
 res={{}}
-for page in s3.get_paginator('list_objects_v2').paginate(Bucket={BUCKET:?},Prefix={prefix:?}):
+for page in s3.get_paginator('list_objects_v2').paginate(Bucket=BUCKET,Prefix={prefix:?}):
     for o in page.get('Contents',[]):
-        body=s3.get_object(Bucket={BUCKET:?},Key=o['Key'])['Body'].read()
+        body=s3.get_object(Bucket=BUCKET,Key=o['Key'])['Body'].read()
         if o['Key'].endswith('.parquet'):
             res[o['Key']]=pq.read_table(io.BytesIO(body)).column('id').to_pylist()
         else:
             res[o['Key']]=[json.loads(l)['id'] for l in body.decode().splitlines()]
 print(json.dumps(res))
 "#
-        ));
-        serde_json::from_str(&out).expect("objects JSON")
-    }
+    ));
+    serde_json::from_str(&out).expect("objects JSON")
 }
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.pid).status();
-    }
-}
-
 /// The log: `(partition, offset) -> id`.
 fn log_ids(w: &Worker, topic: &str) -> BTreeMap<(i32, i64), i64> {
     let data = w.dir.join("data");
@@ -123,7 +79,7 @@ fn check_exactly_once(objects: &BTreeMap<String, Vec<i64>>, log: &BTreeMap<(i32,
 fn s3_sink_survives_sigkill_with_exactly_once_objects() {
     const TOTAL: i64 = 30_000;
     const FLUSH: usize = 700;
-    let moto = Moto::start();
+    let moto = Moto::start(BUCKET);
     let dir = tempfile::tempdir().unwrap();
     let mut w = Worker::start(
         dir.path(),
@@ -140,7 +96,7 @@ fn s3_sink_survives_sigkill_with_exactly_once_objects() {
             "iterations": TOTAL.to_string(), "records.per.second": "3000", "payload.bytes": "100"}}),
     );
     assert_eq!(code, 201, "{body}");
-    let url = format!("http://127.0.0.1:{}", moto.port);
+    let url = moto.url();
     for (name, format, dir) in [
         ("s3-json", "io.confluent.connect.s3.format.json.JsonFormat", "json"),
         ("s3-parquet", "io.confluent.connect.s3.format.parquet.ParquetFormat", "parquet"),
@@ -179,13 +135,13 @@ fn s3_sink_survives_sigkill_with_exactly_once_objects() {
     for prefix in ["json/", "parquet/"] {
         let mut covered = 0;
         eventually(Duration::from_secs(120), &format!("{prefix} objects to cover the log"), || {
-            covered = check_exactly_once(&moto.objects(prefix), &log);
+            covered = check_exactly_once(&objects(&moto, prefix), &log);
             covered >= complete
         });
         assert_eq!(covered, complete, "{prefix}: whole objects only; {} records wait for the next flush", log.len() - complete);
         eprintln!(
             "{prefix}: {} objects hold {covered} of {} log records exactly once ({} still open)",
-            moto.objects(prefix).len(),
+            objects(&moto, prefix).len(),
             log.len(),
             log.len() - complete
         );
@@ -208,10 +164,10 @@ fn fastrand_seed() -> impl FnMut() -> u64 {
 /// validate endpoint against s3.bucket.name, and fails the task with a clear trace.
 #[test]
 fn s3_sink_config_and_bucket_errors_are_clear() {
-    let moto = Moto::start();
+    let moto = Moto::start(BUCKET);
     let dir = tempfile::tempdir().unwrap();
     let w = Worker::start(dir.path(), &[]);
-    let url = format!("http://127.0.0.1:{}", moto.port);
+    let url = moto.url();
     let base = json!({"connector.class": "s3", "topics": "t", "s3.region": "us-east-1", "store.url": url, "aws.access.key.id": "t",
         "aws.secret.access.key": "t", "format.class": "io.confluent.connect.s3.format.json.JsonFormat", "flush.size": "10"});
     let with = |extra: Json| {
