@@ -27,6 +27,12 @@
 //! rotation depends on the worker's clock, so a replay after a crash may cut objects at other
 //! offsets; records are still never lost, but may then appear in two objects.
 //!
+//! ## Encryption and ACLs
+//! `s3.ssea.name` (`AES256`, `aws:kms`, `aws:kms:dsse`), `s3.sse.kms.key.id`,
+//! `s3.sse.customer.key` (SSE-C, with `AES256`) and `s3.acl.canned` go on every PutObject and
+//! CreateMultipartUpload, the SSE-C key also on every UploadPart. The customer key is a
+//! password-type key: hidden in the REST API, redacted in logs.
+//!
 //! ## Failures
 //! The SDK retries 5xx, throttling and timeouts (`s3.part.retries`, `s3.retry.backoff.ms`);
 //! what still fails is returned as retriable: the runtime redelivers the batch, records
