@@ -440,6 +440,11 @@ impl Moto {
         m
     }
 
+    /// The venv's Python (boto3, pyarrow, duckdb when it installed).
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
     /// `http://127.0.0.1:PORT`, the sink's `store.url`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
