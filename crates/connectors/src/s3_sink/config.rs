@@ -45,6 +45,13 @@ pub const SSEA: &str = "s3.ssea.name";
 pub const SSE_CUSTOMER_KEY: &str = "s3.sse.customer.key";
 pub const SSE_KMS_KEY_ID: &str = "s3.sse.kms.key.id";
 pub const ACL_CANNED: &str = "s3.acl.canned";
+/// sluice's own key (Confluent has none): the most bytes a topic partition's open objects
+/// may hold in memory before they are all uploaded early.
+pub const OPEN_BYTES_MAX: &str = "s3.open.objects.max.bytes";
+/// 256 MiB: far above what one object holds (under about two parts), so it only cuts objects
+/// early when many are open at once (a FieldPartitioner with many values, a big flush.size).
+pub const DEFAULT_OPEN_BYTES_MAX: &str = "268435456";
+pub const MIN_OPEN_BYTES_MAX: i64 = 1024 * 1024;
 
 /// `s3.ssea.name` values: SSE-S3 (or SSE-C with a customer key), SSE-KMS, dual-layer SSE-KMS.
 pub const SSEA_AES256: &str = "AES256";
@@ -299,6 +306,16 @@ pub fn def() -> ConfigDef {
         )
         .define(
             ConfigKey::new(
+                OPEN_BYTES_MAX,
+                ConfigType::Long,
+                Importance::Low,
+                "The most bytes the open objects of one topic partition hold in memory; past it they are all uploaded, as if flush.size were reached. Not a Confluent key.",
+            )
+            .default_value(DEFAULT_OPEN_BYTES_MAX)
+            .validator(Validator::AtLeast(MIN_OPEN_BYTES_MAX)),
+        )
+        .define(
+            ConfigKey::new(
                 PART_RETRIES,
                 ConfigType::Int,
                 Importance::Medium,
@@ -505,6 +522,8 @@ pub struct S3SinkConfig {
     /// `x-amz-acl` of every object.
     pub canned_acl: Option<String>,
     pub part_size: usize,
+    /// `s3.open.objects.max.bytes`.
+    pub open_bytes_max: usize,
     pub part_retries: u32,
     pub retry_backoff_ms: u64,
     pub gzip_level: Option<u32>,
@@ -735,6 +754,7 @@ impl S3SinkConfig {
             encryption,
             canned_acl,
             part_size: c.int(PART_SIZE) as usize,
+            open_bytes_max: c.int(OPEN_BYTES_MAX) as usize,
             part_retries: c.int(PART_RETRIES) as u32,
             retry_backoff_ms: c.int(RETRY_BACKOFF_MS) as u64,
             gzip_level: (level >= 0).then_some(level as u32),
@@ -793,6 +813,7 @@ mod tests {
         assert_eq!(c.region, "us-west-2");
         assert_eq!(c.topics_dir, "topics");
         assert_eq!(c.part_size, 26_214_400);
+        assert_eq!(c.open_bytes_max, 268_435_456);
         assert_eq!(c.extension(), ".json");
         assert_eq!(c.partitioner, PartitionerKind::Default);
         assert_eq!(c.null_values, NullValues::Fail);
