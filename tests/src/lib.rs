@@ -411,3 +411,128 @@ pub fn first_deliveries(items: &[String]) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     items.iter().filter(|l| seen.insert(l.as_str())).cloned().collect()
 }
+
+fn service_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services").join(name)
+}
+
+/// An S3 server (moto, started by `tests/services/s3.sh`) with one bucket, stopped on drop.
+/// A server that does not start fails the test. [`Moto::py`] runs Python from the same venv
+/// (boto3, pyarrow and, when it installed, duckdb) to read back what the sink wrote.
+pub struct Moto {
+    pid: String,
+    pub port: u16,
+    pub bucket: String,
+    python: PathBuf,
+}
+
+impl Moto {
+    pub fn start(bucket: &str) -> Self {
+        let script = service_script("s3.sh");
+        let port = free_port();
+        let out = Command::new("bash").arg(&script).arg("start").arg(port.to_string()).output().expect("run s3.sh");
+        assert!(out.status.success(), "s3.sh start failed (this test needs a real S3 server): {}", String::from_utf8_lossy(&out.stderr));
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let venv = Command::new("bash").arg(&script).arg("install").output().expect("run s3.sh install");
+        let python = PathBuf::from(String::from_utf8_lossy(&venv.stdout).trim()).join("bin/python");
+        let m = Self { pid, port, bucket: bucket.to_owned(), python };
+        m.py(&format!("s3.create_bucket(Bucket={bucket:?})"));
+        m
+    }
+
+    /// The venv's Python (boto3, pyarrow, duckdb when it installed).
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// `http://127.0.0.1:PORT`, the sink's `store.url`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Runs Python with `s3` (a boto3 client for this server) and `BUCKET` defined; returns
+    /// stdout. A failing script fails the test.
+    pub fn py(&self, body: &str) -> String {
+        let code = format!(
+            "import boto3,json,io,sys\ns3=boto3.client('s3',endpoint_url='http://127.0.0.1:{}',region_name='us-east-1',aws_access_key_id='t',aws_secret_access_key='t')\nBUCKET={:?}\n{body}",
+            self.port, self.bucket
+        );
+        let out = Command::new(&self.python).arg("-c").arg(code).output().expect("run python");
+        assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The keys of the objects under `prefix`, sorted.
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let out = self.py(&format!(
+            "keys=[o['Key'] for p in s3.get_paginator('list_objects_v2').paginate(Bucket=BUCKET,Prefix={prefix:?}) for o in p.get('Contents',[])]\nprint(json.dumps(sorted(keys)))"
+        ));
+        serde_json::from_str(&out).expect("keys JSON")
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(service_script("s3.sh")).arg("stop").arg(&self.pid).status();
+    }
+}
+
+/// psql against a test cluster: cheap to copy into a writer thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Psql(pub u16);
+
+impl Psql {
+    /// `psql` for database `db`, stopping at the first error.
+    pub fn command(&self, db: &str) -> Command {
+        let pgbin = PathBuf::from(std::env::var("PGBIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into()));
+        let mut c = Command::new(pgbin.join("psql"));
+        c.args(["-h", "127.0.0.1", "-p", &self.0.to_string(), "-U", "postgres", "-d", db, "-X", "-q", "-v", "ON_ERROR_STOP=1"]);
+        c
+    }
+
+    /// Runs SQL in `db`; returns its unaligned, tuples-only output, trimmed.
+    pub fn sql(&self, db: &str, sql: &str) -> String {
+        let out = self.command(db).args(["-At", "-c", sql]).output().expect("run psql");
+        assert!(out.status.success(), "psql failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+/// A throwaway PostgreSQL 15 cluster with logical replication on, started by
+/// `tests/services/postgres.sh` and stopped (immediate) on drop. A cluster that does not
+/// start fails the test.
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Postgres {
+    pub fn start() -> Self {
+        let port = free_port();
+        let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").expect("a directory for the cluster");
+        let out = Command::new("bash")
+            .arg(service_script("postgres.sh"))
+            .arg("start")
+            .arg(dir.path())
+            .arg(port.to_string())
+            .output()
+            .expect("run postgres.sh");
+        assert!(out.status.success(), "postgres.sh start failed (is PostgreSQL 15 installed?): {}", String::from_utf8_lossy(&out.stderr));
+        Self { dir, port }
+    }
+
+    pub fn psql(&self) -> Psql {
+        Psql(self.port)
+    }
+
+    /// Runs SQL in database `postgres`; see [`Psql::sql`].
+    pub fn sql(&self, sql: &str) -> String {
+        self.psql().sql("postgres", sql)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(service_script("postgres.sh")).arg("stop").arg(self.dir.path()).arg("immediate").status();
+    }
+}

@@ -7,73 +7,24 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_tests::{eventually, json, Json, Worker};
+use sluice_tests::{eventually, json, Json, Postgres, Worker};
 
 const ROWS: i64 = 200_000;
 const TOPIC: &str = "pg.public.items";
 const SLOT: &str = "sluice_e2e";
 
-struct Pg {
-    dir: tempfile::TempDir,
-    port: u16,
+fn lsn(pg: &Postgres, expr: &str) -> u64 {
+    pg.sql(&format!("SELECT ({expr} - '0/0')::bigint")).parse().unwrap_or(0)
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn pgbin() -> PathBuf {
-    PathBuf::from(std::env::var("PGBIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into()))
-}
-
-impl Pg {
-    fn start() -> Pg {
-        let port = sluice_tests::free_port();
-        let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").unwrap();
-        let out = Command::new("bash")
-            .arg(repo().join("tests/services/postgres.sh"))
-            .arg("start")
-            .arg(dir.path())
-            .arg(port.to_string())
-            .output()
-            .expect("run postgres.sh");
-        assert!(out.status.success(), "postgres.sh start failed (is PostgreSQL 15 installed?): {}", String::from_utf8_lossy(&out.stderr));
-        Pg { dir, port }
-    }
-
-    fn psql_cmd(&self) -> Command {
-        let mut c = Command::new(pgbin().join("psql"));
-        c.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1"]);
-        c
-    }
-
-    /// Runs `sql`; returns its unaligned, tuples-only output.
-    fn sql(&self, sql: &str) -> String {
-        let out = self.psql_cmd().args(["-At", "-c", sql]).output().expect("run psql");
-        assert!(out.status.success(), "psql failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    fn lsn(&self, expr: &str) -> u64 {
-        self.sql(&format!("SELECT ({expr} - '0/0')::bigint")).parse().unwrap_or(0)
-    }
-
-    fn confirmed_flush(&self) -> u64 {
-        self.lsn(&format!("(SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '{SLOT}')"))
-    }
-}
-
-impl Drop for Pg {
-    fn drop(&mut self) {
-        let _ =
-            Command::new("bash").arg(repo().join("tests/services/postgres.sh")).arg("stop").arg(self.dir.path()).arg("immediate").status();
-    }
+fn confirmed_flush(pg: &Postgres) -> u64 {
+    lsn(pg, &format!("(SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '{SLOT}')"))
 }
 
 /// A psql session fed transactions of inserts, updates and deletes until stopped.
@@ -83,8 +34,8 @@ struct Writer {
 }
 
 impl Writer {
-    fn start(pg: &Pg) -> Writer {
-        let mut child = pg.psql_cmd().stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
+    fn start(pg: &Postgres) -> Writer {
+        let mut child = pg.psql().command("postgres").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -149,7 +100,7 @@ fn topic_end(data: &Path) -> i64 {
 #[test]
 fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     let started = Instant::now();
-    let pg = Pg::start();
+    let pg = Postgres::start();
     pg.sql(&format!(
         "CREATE TABLE items (id bigint PRIMARY KEY, v int NOT NULL, note text, at timestamptz DEFAULT now());
          INSERT INTO items (id, v, note) SELECT g, 0, 'row ' || g FROM generate_series(1, {ROWS}) g;"
@@ -203,7 +154,7 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
         w.wait_running("pg", 1);
     }
     eventually(Duration::from_secs(60), "the snapshot to complete", || stored_offset(&data).is_some_and(|o| o.get("snapshot").is_none()));
-    let streaming_from = pg.confirmed_flush();
+    let streaming_from = confirmed_flush(&pg);
 
     // SIGKILL while streaming the writer's transactions.
     let mut rng = seed();
@@ -215,12 +166,12 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let transactions = writer.finish();
-    let end = pg.lsn("pg_current_wal_lsn()");
+    let end = lsn(&pg, "pg_current_wal_lsn()");
 
     // (b) Everything is durable once the slot is confirmed past the end of the writes
     // (a position is confirmed only when every record before it is durable).
-    eventually(Duration::from_secs(30), "confirmed_flush_lsn to reach the end of the writes", || pg.confirmed_flush() >= end);
-    assert!(pg.confirmed_flush() > streaming_from);
+    eventually(Duration::from_secs(30), "confirmed_flush_lsn to reach the end of the writes", || confirmed_flush(&pg) >= end);
+    assert!(confirmed_flush(&pg) > streaming_from);
     assert_eq!(w.get("/connectors/pg/status").1["tasks"][0]["state"], "RUNNING");
     w.terminate();
 

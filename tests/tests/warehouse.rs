@@ -5,56 +5,11 @@
 //! also while the worker is SIGKILLed mid-stream; a per-row update counter kept by a
 //! trigger in the target shows no change was applied twice.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_tests::{json, Worker};
-
-struct Pg {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Pg {
-    fn start() -> Self {
-        let port = sluice_tests::free_port();
-        let dir = tempfile::Builder::new().prefix("sluice-wh").tempdir_in("/tmp").unwrap();
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/postgres.sh");
-        let out = Command::new("bash").arg(&script).arg("start").arg(dir.path()).arg(port.to_string()).output().unwrap();
-        assert!(out.status.success(), "postgres.sh: {}", String::from_utf8_lossy(&out.stderr));
-        Self { dir, port }
-    }
-
-    fn sql(&self, db: &str, sql: &str) -> String {
-        Psql(self.port).sql(db, sql)
-    }
-}
-
-/// psql against the test cluster; cheap to copy into a writer thread.
-#[derive(Clone, Copy)]
-struct Psql(u16);
-
-impl Psql {
-    /// Runs SQL; returns its unaligned, tuples-only output.
-    fn sql(&self, db: &str, sql: &str) -> String {
-        let out = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &self.0.to_string(), "-U", "postgres", "-d", db, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql])
-            .output()
-            .expect("psql");
-        assert!(out.status.success(), "psql failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for Pg {
-    fn drop(&mut self) {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/postgres.sh");
-        let _ = Command::new("bash").arg(script).arg("stop").arg(self.dir.path()).status();
-    }
-}
+use sluice_tests::{json, Postgres, Psql, Worker};
 
 const BIG: &str = "(SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 200))";
 const COMPARE: &str = "SELECT id, name, md5(big), n, updates, extra FROM items ORDER BY id";
@@ -79,10 +34,10 @@ fn workload_step(pg: &Psql, i: u32, next_id: &mut u32) {
     pg.sql("postgres", &s);
 }
 
-fn wait_equal(pg: &Pg, w: &Worker, timeout: Duration) {
+fn wait_equal(pg: &Postgres, w: &Worker, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     loop {
-        let (src, dst) = (pg.sql("postgres", COMPARE), pg.sql("wh", COMPARE));
+        let (src, dst) = (pg.sql(COMPARE), pg.psql().sql("wh", COMPARE));
         if src == dst {
             return;
         }
@@ -101,17 +56,16 @@ fn wait_equal(pg: &Pg, w: &Worker, timeout: Duration) {
 
 #[test]
 fn warehouse_mirrors_the_source_through_crashes() {
-    let pg = Pg::start();
-    pg.sql("postgres", "CREATE DATABASE wh");
+    let pg = Postgres::start();
+    pg.sql("CREATE DATABASE wh");
     pg.sql(
-        "postgres",
         &format!(
             "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, big text NOT NULL, n int NOT NULL DEFAULT 0, updates int NOT NULL DEFAULT 0);
              INSERT INTO items (id, name, big, n) SELECT g, 'seed', {BIG}, 0 FROM generate_series(1, 100) g;"
         ),
     );
     // The warehouse table exists beforehand only to carry the counting triggers.
-    pg.sql(
+    pg.psql().sql(
         "wh",
         "CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int, updates int);
          CREATE TABLE applied (id int PRIMARY KEY, updates int NOT NULL);
@@ -157,29 +111,29 @@ fn warehouse_mirrors_the_source_through_crashes() {
     let mut next_id = 100;
     for i in 0..40 {
         if i == 15 {
-            pg.sql("postgres", "TRUNCATE items");
+            pg.sql("TRUNCATE items");
         }
         if i == 25 {
-            pg.sql("postgres", "ALTER TABLE items ADD COLUMN extra text");
+            pg.sql("ALTER TABLE items ADD COLUMN extra text");
         }
-        workload_step(&Psql(pg.port), i, &mut next_id);
+        workload_step(&pg.psql(), i, &mut next_id);
         if i >= 25 {
-            pg.sql("postgres", &format!("UPDATE items SET extra = 'e{i}', updates = updates + 1 WHERE id % 5 = {}", i % 5));
+            pg.sql(&format!("UPDATE items SET extra = 'e{i}', updates = updates + 1 WHERE id % 5 = {}", i % 5));
         }
     }
-    pg.sql("wh", "ALTER TABLE items ADD COLUMN IF NOT EXISTS extra text"); // no-op when the sink added it
+    pg.psql().sql("wh", "ALTER TABLE items ADD COLUMN IF NOT EXISTS extra text"); // no-op when the sink added it
     wait_equal(&pg, &w, Duration::from_secs(90));
     // Without crashes the log holds each change once: per row the target saw at most as
     // many UPDATEs as the source made since the row was inserted (changes to one key in one
     // batch collapse into one).
-    let over = pg.sql("wh", "SELECT a.id, a.updates FROM applied a JOIN items i USING (id) WHERE a.updates > i.updates");
+    let over = pg.psql().sql("wh", "SELECT a.id, a.updates FROM applied a JOIN items i USING (id) WHERE a.updates > i.updates");
     assert!(over.trim().is_empty(), "rows updated more often in the target than in the source:\n{over}");
 
     // Phase 2: the same workload while the worker is SIGKILLed again and again.
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
         let done = done.clone();
-        let pg = Psql(pg.port);
+        let pg = pg.psql();
         std::thread::spawn(move || {
             let mut next_id = next_id;
             for i in 40..240 {
@@ -207,13 +161,14 @@ fn warehouse_mirrors_the_source_through_crashes() {
     // its last confirmed position to the log again, and the sink applies every log record
     // once. So per row the target's extra UPDATEs are bounded by the number of crashes; a
     // sink batch applied twice on every restart would exceed that.
-    let over = pg.sql(
+    let over = pg.psql().sql(
         "wh",
         &format!("SELECT a.id, a.updates, i.updates FROM applied a JOIN items i USING (id) WHERE a.updates > i.updates + {kills}"),
     );
     assert!(over.trim().is_empty(), "rows updated more often in the target than the source plus one redelivery per crash:\n{over}");
     assert!(
-        pg.sql("wh", "SELECT count(*) FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'")
+        pg.psql()
+            .sql("wh", "SELECT count(*) FROM items WHERE big = '__debezium_unavailable_value' OR name = '__debezium_unavailable_value'")
             .trim()
             == "0"
     );

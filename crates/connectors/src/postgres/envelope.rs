@@ -182,7 +182,9 @@ impl TableSchema {
                 Datum::Null => Value::Null,
                 Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
                 Datum::Text(t) => {
-                    mapping::value(&col.ty, self.modes, t).map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?
+                    let v = mapping::value(&col.ty, self.modes, t)
+                        .map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?;
+                    with_field_schema(v, &self.value_schema.fields[values.len()].schema)
                 }
             });
         }
@@ -283,6 +285,21 @@ fn fallback(schema: &Schema) -> Value {
     }
 }
 
+/// Gives a struct value (also as an array element) the schema of the field it goes in.
+/// [`mapping::value`] builds a VariableScaleDecimal with the required schema; in a nullable
+/// column the field's schema is the optional one, and a converter rejects a struct whose own
+/// schema differs from its field's (as Kafka's `ConnectSchema.validateValue` does).
+fn with_field_schema(v: Value, schema: &SchemaRef) -> Value {
+    match v {
+        Value::Struct(st) if st.schema() != schema => Value::Struct(Struct::from_values(schema.clone(), st.values().to_vec())),
+        Value::Array(items) => match &schema.value_schema {
+            Some(element) => Value::Array(items.into_iter().map(|i| with_field_schema(i, element)).collect()),
+            None => Value::Array(items),
+        },
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +353,28 @@ mod tests {
         for f in &before.schema().fields {
             assert!(f.schema.optional || !before.get(&f.name).unwrap().is_null(), "{} is required but null", f.name);
         }
+    }
+
+    #[test]
+    fn a_nullable_variable_scale_decimal_carries_the_optional_schema() {
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let unconstrained = PgType::Numeric { precision: None, scale: None };
+        let specs = vec![
+            ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
+            ColumnSpec { name: "amount".into(), ty: Some(unconstrained.clone()), not_null: false, pk_position: None },
+            ColumnSpec { name: "amounts".into(), ty: Some(PgType::Array(Box::new(unconstrained))), not_null: false, pk_position: None },
+        ];
+        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let row = t.row(&[Datum::Text("1"), Datum::Text("1.50"), Datum::Text("{2.5,NULL}")]).unwrap();
+        let row = row.as_struct().unwrap();
+        let field = |name: &str| row.schema().fields.iter().find(|f| f.name == name).unwrap().schema.clone();
+        let Some(Value::Struct(amount)) = row.get("amount") else { panic!("{row:?}") };
+        assert!(field("amount").optional);
+        assert_eq!(amount.schema(), &field("amount"), "the struct's own schema is its field's");
+        assert_eq!(amount.get("scale"), Some(&Value::Int32(2)));
+        let Some(Value::Array(items)) = row.get("amounts") else { panic!("{row:?}") };
+        let Value::Struct(first) = &items[0] else { panic!("{items:?}") };
+        assert_eq!(Some(first.schema()), field("amounts").value_schema.as_ref());
+        assert_eq!(items[1], Value::Null);
     }
 }

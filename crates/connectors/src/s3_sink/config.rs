@@ -1,6 +1,8 @@
 //! The Confluent S3 sink keys this version implements, their defaults, the typed
 //! configuration, and the Confluent keys it rejects by name because they are not implemented
-//! yet (a key that changes behaviour is never silently ignored).
+//! yet (a key that changes behaviour is never silently ignored). For the same reason a KMS key
+//! id or an SSE-C key that `s3.ssea.name` would leave unused is an error here, where
+//! Confluent's sink ignores it.
 
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -39,6 +41,33 @@ pub const TIMESTAMP_FIELD: &str = "timestamp.field";
 pub const BEHAVIOR_ON_NULL_VALUES: &str = "behavior.on.null.values";
 pub const SCHEMA_COMPATIBILITY: &str = "schema.compatibility";
 pub const ZERO_PAD_WIDTH: &str = "filename.offset.zero.pad.width";
+pub const SSEA: &str = "s3.ssea.name";
+pub const SSE_CUSTOMER_KEY: &str = "s3.sse.customer.key";
+pub const SSE_KMS_KEY_ID: &str = "s3.sse.kms.key.id";
+pub const ACL_CANNED: &str = "s3.acl.canned";
+/// sluice's own key (Confluent has none): the most bytes a topic partition's open objects
+/// may hold in memory before they are all uploaded early.
+pub const OPEN_BYTES_MAX: &str = "s3.open.objects.max.bytes";
+/// 256 MiB: far above what one object holds (under about two parts), so it only cuts objects
+/// early when many are open at once (a FieldPartitioner with many values, a big flush.size).
+pub const DEFAULT_OPEN_BYTES_MAX: &str = "268435456";
+pub const MIN_OPEN_BYTES_MAX: i64 = 1024 * 1024;
+
+/// `s3.ssea.name` values: SSE-S3 (or SSE-C with a customer key), SSE-KMS, dual-layer SSE-KMS.
+pub const SSEA_AES256: &str = "AES256";
+pub const SSEA_KMS: &str = "aws:kms";
+pub const SSEA_KMS_DSSE: &str = "aws:kms:dsse";
+/// The canned ACLs S3 accepts (`x-amz-acl`), as Confluent's `CannedAclValidator` lists them.
+pub const CANNED_ACLS: &[&str] = &[
+    "private",
+    "public-read",
+    "public-read-write",
+    "authenticated-read",
+    "log-delivery-write",
+    "bucket-owner-read",
+    "bucket-owner-full-control",
+    "aws-exec-read",
+];
 
 pub const DEFAULT_REGION: &str = "us-west-2";
 /// 25 MiB, as Confluent; S3 needs at least 5 MiB for every part but the last.
@@ -65,11 +94,7 @@ pub const HOURLY_PARTITIONER: &str = "io.confluent.connect.storage.partitioner.H
 /// names it.
 pub const UNSUPPORTED_KEYS: &[&str] = &[
     "s3.credentials.provider.class",
-    "s3.ssea.name",
-    "s3.sse.customer.key",
     "s3.sse.key",
-    "s3.sse.kms.key.id",
-    "s3.acl.canned",
     "s3.wan.mode",
     "s3.proxy.url",
     "s3.proxy.user",
@@ -177,6 +202,25 @@ pub enum NullValues {
     Write,
 }
 
+/// Server-side encryption of every object (`s3.ssea.name` and its keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encryption {
+    None,
+    /// SSE-S3: `x-amz-server-side-encryption: AES256`.
+    S3,
+    /// SSE-KMS (`aws:kms`) or dual-layer SSE-KMS (`aws:kms:dsse`), with the bucket's default key
+    /// when no key id is given.
+    Kms {
+        algorithm: &'static str,
+        key_id: Option<String>,
+    },
+    /// SSE-C: the customer's 256-bit key (base64) and its MD5 (base64), sent with every write.
+    Customer {
+        key: Secret,
+        key_md5: String,
+    },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compatibility {
     None,
@@ -214,6 +258,44 @@ pub fn def() -> ConfigDef {
         .define(ConfigKey::new(SECRET_ACCESS_KEY, ConfigType::Password, Importance::High, "The AWS secret access key.").default_value(""))
         .define(
             ConfigKey::new(
+                SSEA,
+                ConfigType::String,
+                Importance::Low,
+                "Server-side encryption: AES256 (SSE-S3, or SSE-C with s3.sse.customer.key), aws:kms or aws:kms:dsse; empty for none.",
+            )
+            .default_value("")
+            .validator(Validator::one_of(&["", SSEA_AES256, SSEA_KMS, SSEA_KMS_DSSE])),
+        )
+        .define(
+            ConfigKey::new(
+                SSE_CUSTOMER_KEY,
+                ConfigType::Password,
+                Importance::Low,
+                "SSE-C: the base64 of a 256-bit key S3 encrypts the objects with (with s3.ssea.name=AES256). Readers need the same key.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                SSE_KMS_KEY_ID,
+                ConfigType::String,
+                Importance::Low,
+                "SSE-KMS: the KMS key id or ARN (with s3.ssea.name=aws:kms or aws:kms:dsse); empty for the bucket's default key.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                ACL_CANNED,
+                ConfigType::String,
+                Importance::Low,
+                "A canned ACL set on every object (x-amz-acl); empty for none.",
+            )
+            .default_value("")
+            .validator(Validator::OneOf(std::iter::once("").chain(CANNED_ACLS.iter().copied()).map(str::to_owned).collect())),
+        )
+        .define(
+            ConfigKey::new(
                 PART_SIZE,
                 ConfigType::Int,
                 Importance::High,
@@ -221,6 +303,16 @@ pub fn def() -> ConfigDef {
             )
             .default_value(DEFAULT_PART_SIZE)
             .validator(Validator::Between(MIN_PART_SIZE, i32::MAX as i64)),
+        )
+        .define(
+            ConfigKey::new(
+                OPEN_BYTES_MAX,
+                ConfigType::Long,
+                Importance::Low,
+                "The most bytes the open objects of one topic partition hold in memory; past it they are all uploaded, as if flush.size were reached. Not a Confluent key.",
+            )
+            .default_value(DEFAULT_OPEN_BYTES_MAX)
+            .validator(Validator::AtLeast(MIN_OPEN_BYTES_MAX)),
         )
         .define(
             ConfigKey::new(
@@ -426,7 +518,12 @@ pub struct S3SinkConfig {
     pub path_style: bool,
     pub access_key_id: Option<String>,
     pub secret_access_key: Secret,
+    pub encryption: Encryption,
+    /// `x-amz-acl` of every object.
+    pub canned_acl: Option<String>,
     pub part_size: usize,
+    /// `s3.open.objects.max.bytes`.
+    pub open_bytes_max: usize,
     pub part_retries: u32,
     pub retry_backoff_ms: u64,
     pub gzip_level: Option<u32>,
@@ -487,6 +584,44 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
         out.push((AVRO_CODEC.to_owned(), format!("avro.codec={v} is not supported yet; use null, deflate or snappy")));
     }
     out
+}
+
+/// The encryption `s3.ssea.name` and its keys ask for. Confluent's sink ignores a KMS key id
+/// without `aws:kms` and a customer key without `AES256`; here they are errors, as a key that
+/// would silently not be used is surely a mistake.
+fn encryption(ssea: Option<String>, customer_key: Option<Secret>, kms_key_id: Option<String>) -> ConnectResult<Encryption> {
+    let customer_key = customer_key.filter(|k| !k.expose().trim().is_empty());
+    let ssea = ssea.map(|a| a.trim().to_owned()).unwrap_or_default();
+    let kms = [SSEA_KMS, SSEA_KMS_DSSE].into_iter().find(|k| k.eq_ignore_ascii_case(&ssea));
+    if kms_key_id.is_some() && kms.is_none() {
+        return Err(ConnectError::config(
+            SSE_KMS_KEY_ID,
+            format!(
+                "s3.sse.kms.key.id applies only with s3.ssea.name={SSEA_KMS} or {SSEA_KMS_DSSE}; set s3.ssea.name or remove the key id"
+            ),
+        ));
+    }
+    if customer_key.is_some() && !ssea.eq_ignore_ascii_case(SSEA_AES256) {
+        return Err(ConnectError::config(
+            SSE_CUSTOMER_KEY,
+            format!("s3.sse.customer.key (SSE-C) applies only with s3.ssea.name={SSEA_AES256}; set s3.ssea.name=AES256 or remove the key"),
+        ));
+    }
+    if let Some(algorithm) = kms {
+        return Ok(Encryption::Kms { algorithm, key_id: kms_key_id });
+    }
+    if !ssea.eq_ignore_ascii_case(SSEA_AES256) {
+        return Ok(Encryption::None);
+    }
+    let Some(key) = customer_key else { return Ok(Encryption::S3) };
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let raw = b64.decode(key.expose().trim()).ok().filter(|k| k.len() == 32).ok_or_else(|| {
+        ConnectError::config(SSE_CUSTOMER_KEY, "s3.sse.customer.key must be the base64 encoding of a 256-bit (32-byte) key")
+    })?;
+    use md5::Digest as _;
+    let key_md5 = b64.encode(md5::Md5::digest(&raw));
+    Ok(Encryption::Customer { key: Secret::new(b64.encode(&raw)), key_md5 })
 }
 
 fn unescape(s: &str) -> Vec<u8> {
@@ -606,6 +741,8 @@ impl S3SinkConfig {
                 "set both aws.access.key.id and aws.secret.access.key, or neither (to use the default AWS credential chain)",
             ));
         }
+        let encryption = encryption(c.string(SSEA), c.password(SSE_CUSTOMER_KEY), c.string(SSE_KMS_KEY_ID))?;
+        let canned_acl = c.string(ACL_CANNED).map(|a| a.trim().to_ascii_lowercase());
         let level = c.int(COMPRESSION_LEVEL);
         Ok(Self {
             bucket: c.string(BUCKET).unwrap_or_default(),
@@ -614,7 +751,10 @@ impl S3SinkConfig {
             path_style: c.boolean(PATH_STYLE),
             access_key_id,
             secret_access_key,
+            encryption,
+            canned_acl,
             part_size: c.int(PART_SIZE) as usize,
+            open_bytes_max: c.int(OPEN_BYTES_MAX) as usize,
             part_retries: c.int(PART_RETRIES) as u32,
             retry_backoff_ms: c.int(RETRY_BACKOFF_MS) as u64,
             gzip_level: (level >= 0).then_some(level as u32),
@@ -673,6 +813,7 @@ mod tests {
         assert_eq!(c.region, "us-west-2");
         assert_eq!(c.topics_dir, "topics");
         assert_eq!(c.part_size, 26_214_400);
+        assert_eq!(c.open_bytes_max, 268_435_456);
         assert_eq!(c.extension(), ".json");
         assert_eq!(c.partitioner, PartitionerKind::Default);
         assert_eq!(c.null_values, NullValues::Fail);
@@ -707,6 +848,41 @@ mod tests {
         let err =
             S3SinkConfig::parse(&props(&[("format.class", AVRO_FORMAT), ("behavior.on.null.values", "write")])).unwrap_err().to_string();
         assert!(err.contains("not supported yet"), "{err}");
+    }
+
+    #[test]
+    fn encryption_and_acl_keys() {
+        assert_eq!(S3SinkConfig::parse(&props(&[])).unwrap().encryption, Encryption::None);
+        assert_eq!(S3SinkConfig::parse(&props(&[("s3.ssea.name", "")])).unwrap().encryption, Encryption::None);
+        assert_eq!(S3SinkConfig::parse(&props(&[("s3.ssea.name", "AES256")])).unwrap().encryption, Encryption::S3);
+        let c = S3SinkConfig::parse(&props(&[("s3.ssea.name", "aws:kms"), ("s3.sse.kms.key.id", "alias/k")])).unwrap();
+        assert_eq!(c.encryption, Encryption::Kms { algorithm: "aws:kms", key_id: Some("alias/k".into()) });
+        let c = S3SinkConfig::parse(&props(&[("s3.ssea.name", "aws:kms:dsse")])).unwrap();
+        assert_eq!(c.encryption, Encryption::Kms { algorithm: "aws:kms:dsse", key_id: None });
+        // SSE-C: 32 zero bytes; the MD5 is of the decoded key (python3: hashlib.md5(bytes(32))).
+        let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        let c = S3SinkConfig::parse(&props(&[("s3.ssea.name", "AES256"), ("s3.sse.customer.key", key)])).unwrap();
+        let Encryption::Customer { key: k, key_md5 } = &c.encryption else { panic!("{:?}", c.encryption) };
+        assert_eq!((k.expose(), key_md5.as_str()), (key, "cLyPS3KoaSFGi/joRB3OUQ=="));
+        assert!(!format!("{c:?}").contains(key), "the customer key is redacted in Debug");
+        let c = S3SinkConfig::parse(&props(&[("s3.acl.canned", "bucket-owner-full-control")])).unwrap();
+        assert_eq!(c.canned_acl.as_deref(), Some("bucket-owner-full-control"));
+        assert_eq!(S3SinkConfig::parse(&props(&[])).unwrap().canned_acl, None);
+
+        let err = |pairs: &[(&str, &str)]| S3SinkConfig::parse(&props(pairs)).unwrap_err();
+        for (pairs, key) in [
+            (&[("s3.ssea.name", "AES128")][..], "s3.ssea.name"),
+            (&[("s3.sse.kms.key.id", "k")][..], "s3.sse.kms.key.id"),
+            (&[("s3.ssea.name", "AES256"), ("s3.sse.kms.key.id", "k")][..], "s3.sse.kms.key.id"),
+            (&[("s3.sse.customer.key", key)][..], "s3.sse.customer.key"),
+            (&[("s3.ssea.name", "aws:kms"), ("s3.sse.customer.key", key)][..], "s3.sse.customer.key"),
+            (&[("s3.ssea.name", "AES256"), ("s3.sse.customer.key", "c2hvcnQ=")][..], "s3.sse.customer.key"),
+            (&[("s3.acl.canned", "world-writable")][..], "s3.acl.canned"),
+        ] {
+            let e = err(pairs);
+            assert!(e.to_string().contains(key), "{pairs:?}: {e}");
+            assert!(!e.to_string().contains("c2hvcnQ="), "a rejected customer key is not echoed: {e}");
+        }
     }
 
     #[test]

@@ -37,14 +37,20 @@ impl Connector for S3SinkConnector {
         Task::Sink(Box::<S3SinkTask>::default())
     }
 
-    /// Rejected keys, then the bucket: a missing bucket or refused credentials are reported
+    /// Rejected keys, then combinations of keys, then the bucket: a missing bucket or refused credentials are reported
     /// against their key (an unreachable store is not an error here).
     async fn validate_extra(&self, props: &Props) -> Vec<(String, String)> {
         let mut out = config::unsupported(props);
         if !out.is_empty() {
             return out;
         }
-        let Ok(cfg) = S3SinkConfig::parse(props) else { return out };
+        let cfg = match S3SinkConfig::parse(props) {
+            Ok(c) => c,
+            // Combinations a single key's validator cannot see (e.g. a KMS key id without
+            // s3.ssea.name=aws:kms), against the key they name.
+            Err(sluice_api::ConnectError::Config { key, message }) => return vec![(key, message)],
+            Err(_) => return out,
+        };
         let store = Store::connect(&cfg).await;
         match store.check_bucket().await {
             Ok(()) => {}

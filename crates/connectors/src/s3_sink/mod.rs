@@ -27,6 +27,24 @@
 //! rotation depends on the worker's clock, so a replay after a crash may cut objects at other
 //! offsets; records are still never lost, but may then appear in two objects.
 //!
+//! ## Memory
+//! One object holds at most about one part (`s3.part.size`) in memory: full parts are sent
+//! as they fill (a Parquet row group is written out once it reaches a part). Many objects
+//! open at once (a `FieldPartitioner` with many values, a big `flush.size`) would each hold
+//! their records until `flush.size`; `s3.open.objects.max.bytes` (sluice's own key, 256 MiB by
+//! default) bounds the sum per topic partition: past it, every open object of the partition is
+//! uploaded, as when `flush.size` is reached. The sum is computed from the records alone, so a
+//! replay cuts the objects at the same record. Confluent's sink has no such bound (it even
+//! allocates a whole part per open object). A task holds at most its partitions times the
+//! bound, plus per-object encoder state that is not counted (small for JSON and Avro, some
+//! column buffers for Parquet).
+//!
+//! ## Encryption and ACLs
+//! `s3.ssea.name` (`AES256`, `aws:kms`, `aws:kms:dsse`), `s3.sse.kms.key.id`,
+//! `s3.sse.customer.key` (SSE-C, with `AES256`) and `s3.acl.canned` go on every PutObject and
+//! CreateMultipartUpload, the SSE-C key also on every UploadPart. The customer key is a
+//! password-type key: hidden in the REST API, redacted in logs.
+//!
 //! ## Failures
 //! The SDK retries 5xx, throttling and timeouts (`s3.part.retries`, `s3.retry.backoff.ms`);
 //! what still fails is returned as retriable: the runtime redelivers the batch, records

@@ -14,6 +14,10 @@
 //! fails is returned as a retriable error (the runtime redelivers the batch and the writer
 //! resumes where it was), except answers that retrying cannot change (bad credentials,
 //! missing bucket), which are fatal.
+//!
+//! Every write carries the configured server-side encryption (`s3.ssea.name`,
+//! `s3.sse.kms.key.id`, `s3.sse.customer.key`) and canned ACL (`s3.acl.canned`). The SSE-C key
+//! is held only in the request headers; the SDK redacts it in its debug output.
 
 use std::time::Duration;
 
@@ -23,17 +27,53 @@ use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ObjectCannedAcl, ServerSideEncryption};
 use aws_sdk_s3::Client;
 use sluice_api::{ConnectError, ConnectResult};
 
-use super::config::S3SinkConfig;
+use super::config::{Encryption, S3SinkConfig};
 
 /// The bucket and a client for it.
 #[derive(Clone)]
 pub struct Store {
     client: Client,
     bucket: String,
+    headers: WriteHeaders,
+}
+
+/// What every object write carries: server-side encryption and the canned ACL, as Confluent's
+/// `S3OutputStream` sends them (on PutObject and CreateMultipartUpload; the SSE-C key also on
+/// every UploadPart).
+#[derive(Clone, Default)]
+struct WriteHeaders {
+    sse: Option<ServerSideEncryption>,
+    kms_key_id: Option<String>,
+    /// SSE-C: algorithm, key (base64), key MD5 (base64).
+    customer: Option<(String, String, String)>,
+    acl: Option<ObjectCannedAcl>,
+}
+
+impl WriteHeaders {
+    fn new(cfg: &S3SinkConfig) -> Self {
+        let mut h = Self { acl: cfg.canned_acl.as_deref().map(ObjectCannedAcl::from), ..Self::default() };
+        match &cfg.encryption {
+            Encryption::None => {}
+            Encryption::S3 => h.sse = Some(ServerSideEncryption::Aes256),
+            Encryption::Kms { algorithm, key_id } => {
+                h.sse = Some(ServerSideEncryption::from(*algorithm));
+                h.kms_key_id = key_id.clone();
+            }
+            Encryption::Customer { key, key_md5 } => h.customer = Some(("AES256".to_owned(), key.expose().to_owned(), key_md5.clone())),
+        }
+        h
+    }
+
+    fn customer(&self) -> (Option<String>, Option<String>, Option<String>) {
+        match &self.customer {
+            Some((a, k, m)) => (Some(a.clone()), Some(k.clone()), Some(m.clone())),
+            None => (None, None, None),
+        }
+    }
 }
 
 impl Store {
@@ -59,7 +99,7 @@ impl Store {
                 .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
                 .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
         }
-        Self { client: Client::from_conf(conf.build()), bucket: cfg.bucket.clone() }
+        Self { client: Client::from_conf(conf.build()), bucket: cfg.bucket.clone(), headers: WriteHeaders::new(cfg) }
     }
 
     /// Checks that the bucket exists and the credentials may use it. Definite answers
@@ -193,11 +233,19 @@ impl Upload {
         let id = match &self.upload_id {
             Some(id) => id.clone(),
             None => {
+                let h = &store.headers;
+                let (algorithm, customer_key, customer_key_md5) = h.customer();
                 let out = store
                     .client
                     .create_multipart_upload()
                     .bucket(&store.bucket)
                     .key(&self.key)
+                    .set_server_side_encryption(h.sse.clone())
+                    .set_ssekms_key_id(h.kms_key_id.clone())
+                    .set_sse_customer_algorithm(algorithm)
+                    .set_sse_customer_key(customer_key)
+                    .set_sse_customer_key_md5(customer_key_md5)
+                    .set_acl(h.acl.clone())
                     .send()
                     .await
                     .map_err(|e| store.classify("starting a multipart upload", Some(&self.key), e))?;
@@ -210,6 +258,7 @@ impl Upload {
         };
         let number = self.parts.len() as i32 + 1;
         let body = ByteStream::from(self.buf[..len].to_vec());
+        let (algorithm, customer_key, customer_key_md5) = store.headers.customer();
         let out = store
             .client
             .upload_part()
@@ -217,6 +266,9 @@ impl Upload {
             .key(&self.key)
             .upload_id(&id)
             .part_number(number)
+            .set_sse_customer_algorithm(algorithm)
+            .set_sse_customer_key(customer_key)
+            .set_sse_customer_key_md5(customer_key_md5)
             .body(body)
             .send()
             .await
@@ -231,11 +283,19 @@ impl Upload {
     pub async fn complete(&mut self, store: &Store) -> ConnectResult<()> {
         let Some(id) = self.upload_id.clone() else {
             let body = ByteStream::from(self.buf.clone());
+            let h = &store.headers;
+            let (algorithm, customer_key, customer_key_md5) = h.customer();
             store
                 .client
                 .put_object()
                 .bucket(&store.bucket)
                 .key(&self.key)
+                .set_server_side_encryption(h.sse.clone())
+                .set_ssekms_key_id(h.kms_key_id.clone())
+                .set_sse_customer_algorithm(algorithm)
+                .set_sse_customer_key(customer_key)
+                .set_sse_customer_key_md5(customer_key_md5)
+                .set_acl(h.acl.clone())
                 .body(body)
                 .send()
                 .await
@@ -269,7 +329,18 @@ impl Upload {
     }
 
     async fn exists(&self, store: &Store) -> bool {
-        store.client.head_object().bucket(&store.bucket).key(&self.key).send().await.is_ok()
+        let (algorithm, customer_key, customer_key_md5) = store.headers.customer();
+        store
+            .client
+            .head_object()
+            .bucket(&store.bucket)
+            .key(&self.key)
+            .set_sse_customer_algorithm(algorithm)
+            .set_sse_customer_key(customer_key)
+            .set_sse_customer_key_md5(customer_key_md5)
+            .send()
+            .await
+            .is_ok()
     }
 
     /// Drops an unfinished multipart upload (best effort: logged, not returned).

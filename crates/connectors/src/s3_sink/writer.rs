@@ -5,7 +5,7 @@
 //!              ─▶ pending commit? complete it first
 //!              ─▶ schema change / record-time / wall-clock rotation? commit, then go on
 //!              ─▶ encode into the object of its encoded partition (parts stream out)
-//!              ─▶ flush.size reached? commit
+//!              ─▶ flush.size reached, or open objects past s3.open.objects.max.bytes? commit
 //!  commit: finish + complete every open object ─▶ durable = next_offset
 //!  pre_commit reports `durable` (or next_offset when nothing is open)
 //! ```
@@ -48,6 +48,10 @@ struct OpenObject {
     upload: Upload,
     /// `None` once the trailer is written.
     encoder: Option<Box<dyn RecordEncoder>>,
+    /// Bytes the encoder appended to the upload so far.
+    appended: u64,
+    /// This object's share of [`PartitionWriter::open_bytes`].
+    held: usize,
 }
 
 pub struct PartitionWriter {
@@ -63,6 +67,11 @@ pub struct PartitionWriter {
     /// Every record before this offset is in a completed object (or skipped).
     durable: Option<i64>,
     next_scheduled: Option<i64>,
+    /// What the open objects hold in memory, as it is when every full part has been sent:
+    /// per object its bytes past the last full part plus what its encoder holds. Computed
+    /// from the records alone (not from the upload buffers, which keep a part longer when
+    /// sending it failed), so a replay rotates at the same record.
+    open_bytes: usize,
 }
 
 impl PartitionWriter {
@@ -78,6 +87,7 @@ impl PartitionWriter {
             next_offset: None,
             durable: None,
             next_scheduled: None,
+            open_bytes: 0,
         };
         w.schedule_next(shared, now);
         w
@@ -166,14 +176,24 @@ impl PartitionWriter {
             let key = shared.object_key(&self.tp, &encoded, r.offset);
             let encoder = format::encoder(&shared.cfg, &key, record.value_schema.as_ref())?;
             let upload = shared.store.upload(key, shared.cfg.part_size);
-            self.objects.insert(encoded.clone(), OpenObject { upload, encoder: Some(encoder) });
+            self.objects.insert(encoded.clone(), OpenObject { upload, encoder: Some(encoder), appended: 0, held: 0 });
         }
         let obj = self.objects.get_mut(&encoded).expect("just inserted");
         let enc = obj.encoder.as_mut().expect("an open object has its encoder until committed");
+        let before = obj.upload.buffer().len();
         enc.write(record, obj.upload.buffer())?;
+        obj.appended += (obj.upload.buffer().len() - before) as u64;
+        let held = (obj.appended % shared.cfg.part_size as u64) as usize + enc.held_bytes();
+        self.open_bytes = self.open_bytes - obj.held + held;
+        obj.held = held;
         self.record_count += 1;
         self.next_offset = Some(r.offset + 1);
-        if self.record_count >= shared.cfg.flush_size {
+        let over_budget = self.open_bytes > shared.cfg.open_bytes_max;
+        if self.record_count >= shared.cfg.flush_size || over_budget {
+            if over_budget {
+                tracing::debug!(tp = %self.tp, offset = r.offset, open_objects = self.objects.len(), open_bytes = self.open_bytes,
+                    "the open objects reached s3.open.objects.max.bytes; uploading them");
+            }
             self.must_commit = true;
             return self.settle(shared, now).await;
         }
@@ -211,6 +231,7 @@ impl PartitionWriter {
         }
         self.durable = self.next_offset;
         self.record_count = 0;
+        self.open_bytes = 0;
         self.schemas.clear();
         self.base_ts = None;
         self.current_encoded = None;
@@ -226,6 +247,7 @@ impl PartitionWriter {
             obj.upload.abort(&shared.store).await;
         }
         self.record_count = 0;
+        self.open_bytes = 0;
         self.must_commit = false;
         self.schemas.clear();
         self.base_ts = None;

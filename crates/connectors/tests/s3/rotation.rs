@@ -174,3 +174,73 @@ async fn a_replay_rewrites_identical_objects() {
         }
     }
 }
+
+/// A FieldPartitioner with many values and a flush.size that is never reached keeps many
+/// small objects open: s3.open.objects.max.bytes bounds what they hold. Past it every open
+/// object is uploaded (the records are then durable), at a record fixed by the records alone,
+/// so a replay writes the same objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_open_objects_are_bounded_by_bytes() {
+    const RECORDS: i64 = 4000;
+    const SHARDS: i64 = 100;
+    let moto = Moto::start();
+    moto.create_bucket().await;
+    let schema = Schema::struct_of([
+        ("id", Schema::int64().into_ref()),
+        ("shard", Schema::string().into_ref()),
+        ("pad", Schema::string().into_ref()),
+    ])
+    .into_ref();
+    let pad = "p".repeat(1000);
+    let records: Vec<SinkRecord> = (0..RECORDS)
+        .map(|i| SinkRecord {
+            topic: "orders".into(),
+            partition: 0,
+            offset: i,
+            value_schema: Some(schema.clone()),
+            value: Value::Struct(
+                Struct::new(schema.clone()).with("id", i).with("shard", format!("s{:02}", i % SHARDS)).with("pad", pad.as_str()),
+            ),
+            ..Default::default()
+        })
+        .collect();
+    for format in ["json", "parquet"] {
+        let dir = format!("bounded-{format}");
+        let props = moto.props(&[
+            ("format.class", format_class(format)),
+            ("flush.size", "1000000"),
+            ("s3.part.size", "5242880"),
+            ("s3.open.objects.max.bytes", "1048576"),
+            ("partitioner.class", sluice_connectors::s3_sink::FIELD_PARTITIONER),
+            ("partition.field.name", "shard"),
+            ("topics.dir", dir.as_str()),
+        ]);
+        let mut first = task(props.clone()).await.unwrap();
+        put_retrying(&mut first, &records, 1).await;
+        let keys: Vec<String> = moto.keys().await.into_iter().filter(|k| k.starts_with(&dir)).collect();
+        // About 4 MB of records, uploaded about every MiB: each shard's records are in
+        // several objects, though flush.size was never reached.
+        let mut per_shard: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut seen = Vec::new();
+        for k in &keys {
+            let shard = k.split('/').nth(2).unwrap().trim_start_matches("shard=").to_owned();
+            let bytes = moto.get(k).await;
+            let ids = if format == "json" { json_ids(&bytes, false) } else { parquet_ids(&bytes) };
+            assert!(ids.iter().all(|i| format!("s{:02}", i % SHARDS) == shard), "{k}: {ids:?}");
+            seen.extend(ids);
+            *per_shard.entry(shard).or_default() += 1;
+        }
+        assert_eq!(per_shard.len() as i64, SHARDS, "{format}: every shard has objects");
+        assert!(per_shard.values().all(|n| *n >= 3), "{format}: objects per shard {per_shard:?}");
+        seen.sort_unstable();
+        let durable = durable(&mut first, &tp(), RECORDS).await.expect("a durable offset");
+        assert_eq!(seen, (0..durable).collect::<Vec<_>>(), "{format}: the uploaded records are exactly the durable prefix");
+        assert!(durable > RECORDS - 1200, "{format}: at most about a MiB of records stays open ({durable} durable of {RECORDS})");
+
+        drop(first); // a crash: the open records are redelivered to a new task
+        let mut second = task(props).await.unwrap();
+        put_retrying(&mut second, &records, 1).await;
+        let again: Vec<String> = moto.keys().await.into_iter().filter(|k| k.starts_with(&dir)).collect();
+        assert_eq!(again, keys, "{format}: a replay cuts the objects at the same records");
+    }
+}

@@ -345,6 +345,10 @@ impl RecordEncoder for AvroEncoder {
         Ok(())
     }
 
+    fn held_bytes(&self) -> usize {
+        self.block.len()
+    }
+
     fn finish(&mut self, out: &mut Vec<u8>) -> ConnectResult<()> {
         self.emit_block(out)
     }

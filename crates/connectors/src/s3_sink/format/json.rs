@@ -16,8 +16,8 @@ pub struct JsonLines {
 
 impl LineFormat for JsonLines {
     fn line(&self, r: &SinkRecord, out: &mut Vec<u8>) -> ConnectResult<()> {
-        let json = to_json(r.value_schema.as_deref(), &r.value, self.decimal);
-        serde_json::to_writer(&mut *out, &json).map_err(|e| sluice_api::ConnectError::fatal_from("encoding a record as JSON failed", e))?;
+        write_json(out, r.value_schema.as_deref(), &r.value, self.decimal)
+            .map_err(|e| sluice_api::ConnectError::fatal_from("encoding a record as JSON failed", e))?;
         out.push(b'\n');
         Ok(())
     }
@@ -74,42 +74,74 @@ pub fn be_i128(bytes: &[u8]) -> i128 {
     i128::from_be_bytes(buf)
 }
 
-pub fn to_json(schema: Option<&Schema>, v: &Value, decimal: DecimalFormat) -> Json {
+/// Writes `v` as JSON to `out`. Decimals in `NUMERIC` form are written digit for digit, with
+/// their scale (`10.00`, not `10.0`), as Kafka's `JsonConverter` writes a `BigDecimal`: a JSON
+/// number here never goes through a float.
+pub fn write_json(out: &mut Vec<u8>, schema: Option<&Schema>, v: &Value, decimal: DecimalFormat) -> serde_json::Result<()> {
+    let scalar = |out: &mut Vec<u8>, j: Json| serde_json::to_writer(out, &j);
     match v {
-        Value::Null => Json::Null,
-        Value::Boolean(b) => Json::Bool(*b),
-        Value::Int8(i) => Json::from(*i),
-        Value::Int16(i) => Json::from(*i),
-        Value::Int32(i) => Json::from(*i),
-        Value::Int64(i) => Json::from(*i),
-        Value::Float32(f) => float(f64::from(*f)),
-        Value::Float64(f) => float(*f),
-        Value::String(s) => Json::String(s.clone()),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int8(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Int16(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Int32(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Int64(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Float32(f) => scalar(out, float(f64::from(*f)))?,
+        Value::Float64(f) => scalar(out, float(*f))?,
+        Value::String(s) => scalar(out, Json::String(s.clone()))?,
         Value::Bytes(b) => match (schema.and_then(Schema::decimal_scale), decimal) {
-            (Some(scale), DecimalFormat::Numeric) => {
-                let s = decimal_string(b, scale);
-                serde_json::from_str::<serde_json::Number>(&s).map(Json::Number).unwrap_or(Json::String(s))
-            }
-            _ => Json::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            (Some(scale), DecimalFormat::Numeric) if b.len() <= 16 => out.extend_from_slice(decimal_string(b, scale).as_bytes()),
+            _ => scalar(out, Json::String(base64::engine::general_purpose::STANDARD.encode(b)))?,
         },
         Value::Array(items) => {
             let elem = schema.and_then(|s| s.value_schema.as_deref());
-            Json::Array(items.iter().map(|i| to_json(elem, i, decimal)).collect())
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json(out, elem, item, decimal)?;
+            }
+            out.push(b']');
         }
         Value::Map(entries) => {
             let ks = schema.and_then(|s| s.key_schema.as_deref());
             let vs = schema.and_then(|s| s.value_schema.as_deref());
-            if entries.iter().all(|(k, _)| matches!(k, Value::String(_))) {
-                Json::Object(entries.iter().map(|(k, v)| (k.as_str().unwrap_or_default().to_owned(), to_json(vs, v, decimal))).collect())
-            } else {
-                Json::Array(entries.iter().map(|(k, v)| Json::Array(vec![to_json(ks, k, decimal), to_json(vs, v, decimal)])).collect())
+            let as_object = entries.iter().all(|(k, _)| matches!(k, Value::String(_)));
+            out.push(if as_object { b'{' } else { b'[' });
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if as_object {
+                    scalar(out, Json::String(k.as_str().unwrap_or_default().to_owned()))?;
+                    out.push(b':');
+                    write_json(out, vs, v, decimal)?;
+                } else {
+                    out.push(b'[');
+                    write_json(out, ks, k, decimal)?;
+                    out.push(b',');
+                    write_json(out, vs, v, decimal)?;
+                    out.push(b']');
+                }
             }
+            out.push(if as_object { b'}' } else { b']' });
         }
         Value::Struct(s) => {
             let schema = s.schema().clone();
-            Json::Object(schema.fields.iter().map(|f| (f.name.clone(), to_json(Some(&f.schema), &s.values()[f.index], decimal))).collect())
+            out.push(b'{');
+            for (i, f) in schema.fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                scalar(out, Json::String(f.name.clone()))?;
+                out.push(b':');
+                write_json(out, Some(&f.schema), &s.values()[f.index], decimal)?;
+            }
+            out.push(b'}');
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -134,7 +166,28 @@ mod tests {
                 .with("day", 19000)
                 .with("m", Value::Map(vec![("a".into(), 1.into())])),
         );
-        assert_eq!(to_json(Some(&schema), &v, DecimalFormat::Base64).to_string(), r#"{"d":"MDk=","day":19000,"m":{"a":1}}"#);
-        assert_eq!(to_json(Some(&schema), &v, DecimalFormat::Numeric).to_string(), r#"{"d":123.45,"day":19000,"m":{"a":1}}"#);
+        let json = |v: &Value, format| {
+            let mut out = Vec::new();
+            write_json(&mut out, Some(&schema), v, format).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(json(&v, DecimalFormat::Base64), r#"{"d":"MDk=","day":19000,"m":{"a":1}}"#);
+        assert_eq!(json(&v, DecimalFormat::Numeric), r#"{"d":123.45,"day":19000,"m":{"a":1}}"#);
+        // The scale is kept (10.00, not 10.0), and digits beyond a float's precision too.
+        let ten = Value::Struct(
+            Struct::new(schema.clone()).with("d", Value::Bytes(vec![0x03, 0xe8])).with("day", 0).with("m", Value::Map(vec![])),
+        );
+        assert_eq!(json(&ten, DecimalFormat::Numeric), r#"{"d":10.00,"day":0,"m":{}}"#);
+        let wide = Schema::struct_of([("d", Schema::decimal(9).into_ref())]).into_ref();
+        let unscaled = 12_345_678_901_234_567_890_123_456_789i128.to_be_bytes().to_vec();
+        let mut out = Vec::new();
+        write_json(
+            &mut out,
+            Some(&wide),
+            &Value::Struct(Struct::new(wide.clone()).with("d", Value::Bytes(unscaled))),
+            DecimalFormat::Numeric,
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"d":12345678901234567890.123456789}"#);
     }
 }

@@ -19,6 +19,28 @@ pub trait RecordEncoder: Send {
     fn write(&mut self, record: &SinkRecord, out: &mut Vec<u8>) -> ConnectResult<()>;
     /// Ends the object, appending the remaining bytes to `out`. Called once.
     fn finish(&mut self, out: &mut Vec<u8>) -> ConnectResult<()>;
+    /// Bytes encoded but not yet appended to `out` (a Parquet row group, an Avro block). A
+    /// function of the records written so far only, so that decisions made on it are the
+    /// same when the records are replayed.
+    fn held_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// About the memory a value takes (payload bytes plus a fixed cost per value), for budgets:
+/// deterministic, not exact.
+pub fn value_size(v: &sluice_api::Value) -> usize {
+    use sluice_api::Value;
+    const FIXED: usize = 16;
+    FIXED
+        + match v {
+            Value::String(s) => s.len(),
+            Value::Bytes(b) => b.len(),
+            Value::Array(items) => items.iter().map(value_size).sum(),
+            Value::Map(entries) => entries.iter().map(|(k, v)| value_size(k) + value_size(v)).sum(),
+            Value::Struct(s) => s.values().iter().map(value_size).sum(),
+            _ => 0,
+        }
 }
 
 /// A new encoder for one object whose first record has `schema` as its value schema.

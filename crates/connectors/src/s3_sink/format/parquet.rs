@@ -261,6 +261,8 @@ pub struct ParquetEncoder {
     arrow: Arc<ArrowSchema>,
     writer: ArrowWriter<Vec<u8>>,
     rows: Vec<Value>,
+    /// [`super::value_size`] of `rows`.
+    rows_bytes: usize,
     row_group_bytes: usize,
 }
 
@@ -278,7 +280,7 @@ impl ParquetEncoder {
         };
         let props = WriterProperties::builder().set_compression(compression).build();
         let writer = ArrowWriter::try_new(Vec::new(), arrow.clone(), Some(props)).map_err(|e| arrow_err("starting a Parquet file", e))?;
-        Ok(Self { schema, arrow, writer, rows: Vec::with_capacity(BATCH_ROWS), row_group_bytes: part_size })
+        Ok(Self { schema, arrow, writer, rows: Vec::with_capacity(BATCH_ROWS), rows_bytes: 0, row_group_bytes: part_size })
     }
 
     fn write_batch(&mut self) -> ConnectResult<()> {
@@ -300,6 +302,7 @@ impl ParquetEncoder {
         let batch = RecordBatch::try_new(self.arrow.clone(), columns).map_err(|e| arrow_err("building a record batch", e))?;
         self.writer.write(&batch).map_err(|e| arrow_err("encoding Parquet rows", e))?;
         self.rows.clear();
+        self.rows_bytes = 0;
         if self.writer.in_progress_size() >= self.row_group_bytes {
             self.writer.flush().map_err(|e| arrow_err("writing a Parquet row group", e))?;
         }
@@ -318,6 +321,7 @@ impl RecordEncoder for ParquetEncoder {
                 super::json::kind(&r.value)
             )));
         }
+        self.rows_bytes += super::value_size(&r.value);
         self.rows.push(r.value.clone());
         if self.rows.len() >= BATCH_ROWS {
             self.write_batch()
@@ -325,6 +329,11 @@ impl RecordEncoder for ParquetEncoder {
             out.append(self.writer.inner_mut());
         }
         Ok(())
+    }
+
+    /// The open row group's encoded size plus the rows waiting for the next batch.
+    fn held_bytes(&self) -> usize {
+        self.writer.in_progress_size() + self.rows_bytes
     }
 
     fn finish(&mut self, out: &mut Vec<u8>) -> ConnectResult<()> {
