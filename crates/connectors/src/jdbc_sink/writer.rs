@@ -122,7 +122,7 @@ impl PgWriter {
         };
         let ddl = format!(
             "CREATE TABLE IF NOT EXISTS {} (connector text NOT NULL, topic text NOT NULL, partition integer NOT NULL, \
-             next_offset bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (connector, topic, partition))",
+             next_offset bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (connector, topic, partition))",
             self.offsets_table()
         );
         if let Err(e) = client.batch_execute(&ddl).await {
@@ -412,7 +412,7 @@ impl Dialect for PgWriter {
     async fn write(&mut self, connector: &str, batch: &Batch) -> Result<(), WriteError> {
         let offsets_sql = format!(
             "INSERT INTO {} (connector, topic, partition, next_offset) SELECT $1, t, p, o FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o) \
-             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()",
+             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp()",
             self.offsets_table()
         );
         let cfg = self.cfg.clone();

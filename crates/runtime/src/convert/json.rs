@@ -35,7 +35,7 @@ mod golden_tests;
 mod tests;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, SchemaRef, Validator, Value};
 
@@ -223,6 +223,10 @@ pub struct JsonConverter {
     written_schemas: BoundedCache<usize, (SchemaRef, Arc<str>)>,
     /// Parsed schemas by their exact JSON bytes.
     read_schemas: BoundedCache<Box<[u8]>, Option<SchemaRef>>,
+    /// The JSON bytes and translation of the last envelope schema read. Records of a topic
+    /// nearly always repeat the previous record's schema: comparing bytes with it skips
+    /// parsing (and hashing) the schema part, usually most of the record.
+    last_read: Mutex<Option<(Arc<[u8]>, Option<SchemaRef>)>>,
 }
 
 impl JsonConverter {
@@ -231,6 +235,7 @@ impl JsonConverter {
         Self {
             written_schemas: BoundedCache::new(config.schemas_cache_size),
             read_schemas: BoundedCache::new(config.schemas_cache_size),
+            last_read: Mutex::new(None),
             config,
             settings,
         }
@@ -265,12 +270,33 @@ impl JsonConverter {
     }
 
     fn read_envelope_schema(&self, raw: &[u8], node: &Node) -> Result<Option<SchemaRef>, DataError> {
-        if let Some(cached) = self.read_schemas.get(&Box::from(raw)) {
-            return Ok(cached);
+        let schema = match self.read_schemas.get(&Box::from(raw)) {
+            Some(cached) => cached,
+            None => {
+                let schema = schema::read_schema(&self.settings, node)?;
+                self.read_schemas.insert(Box::from(raw), schema.clone());
+                schema
+            }
+        };
+        if self.config.schemas_cache_size > 0 {
+            *self.last_read.lock().unwrap_or_else(|e| e.into_inner()) = Some((Arc::from(raw), schema.clone()));
         }
-        let schema = schema::read_schema(&self.settings, node)?;
-        self.read_schemas.insert(Box::from(raw), schema.clone());
         Ok(schema)
+    }
+
+    /// Reads an envelope whose schema is byte for byte the last one read, without parsing
+    /// the schema again. `None` when the shape differs in any way (another schema, other
+    /// members, malformed input): the full path then reads it (and reports errors).
+    fn read_with_last_schema(&self, bytes: &[u8]) -> Option<ConnectResult<(Option<SchemaRef>, Value)>> {
+        let (raw, schema) = self.last_read.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let start = text::skip_member_prefix(body, 0, b'{', b"\"schema\"")?;
+        if !body[start..].starts_with(&raw) {
+            return None;
+        }
+        let tail = text::skip_member_prefix(body, start + raw.len(), b',', b"\"payload\"")?;
+        let payload = text::parse_last_member(&body[tail..])?;
+        Some(payload::read_value(&self.settings, schema.as_ref(), Some(&payload)).map(|v| (schema, v)).map_err(Into::into))
     }
 
     fn write(&self, schema: Option<&SchemaRef>, value: &Value) -> Result<Option<Vec<u8>>, DataError> {
@@ -297,6 +323,11 @@ impl JsonConverter {
         let Some(bytes) = bytes else {
             return Ok((None, Value::Null));
         };
+        if self.config.schemas_enable {
+            if let Some(read) = self.read_with_last_schema(bytes) {
+                return read;
+            }
+        }
         let doc = match text::parse(bytes) {
             Ok(Some(doc)) => doc,
             Ok(None) => return Ok((None, Value::Null)),

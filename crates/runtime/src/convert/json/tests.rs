@@ -1,6 +1,8 @@
 //! Reading (Kafka's `*ToConnect` vectors), round trips for every schema type, error
 //! messages and configuration.
 
+use std::sync::Arc;
+
 use sluice_api::schema::logical;
 use sluice_api::{ConnectError, Props, Schema, SchemaRef, SchemaType, Struct, Value};
 
@@ -473,4 +475,38 @@ fn schemas_are_cached_by_identity_and_text() {
     assert_eq!(read(&uncached, text).1, Value::Int32(1));
     assert_eq!(uncached.read_schemas.len(), 0);
     assert_eq!(schema.kind, SchemaType::Int32);
+}
+
+/// Records that repeat the last schema byte for byte skip its parsing; every other shape
+/// reads (and fails) exactly as through the full path.
+#[test]
+fn a_repeated_schema_reads_like_the_full_path() {
+    let schema = r#"{"type":"struct","fields":[{"field":"id","type":"int32"},{"field":"d","type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"}}]}"#;
+    let cases = [
+        format!(r#"{{"schema":{schema},"payload":{{"id":1,"d":"AOE="}}}}"#),
+        format!(" {{ \"schema\" : {schema} ,\n \"payload\" : {{\"id\":2,\"d\":null}} }} "),
+        format!(r#"{{"schema":{schema},"payload":{{"id":3,"d":"AOE="}},"payload":{{"id":4,"d":null}}}}"#),
+        format!(r#"{{"schema":{schema},"payload":{{"id":5}},"extra":1}}"#),
+        format!(r#"{{"schema":{schema},"payload":{{"id":"x"}}}}"#),
+        format!(r#"{{"schema":{schema},"payload":{{"id":6,"d":"AOE="}}"#),
+        format!(r#"{{"schema":{schema}}}"#),
+        format!(r#"{{"schema":{},"payload":true}}"#, r#"{"type":"boolean"}"#),
+        format!(r#"{{"schema":{schema},"payload":{{"id":7,"d":"AOE="}}}}"#),
+    ];
+    let warm = json(&[]);
+    read(&warm, &cases[0]);
+    for text in &cases {
+        let cold = json(&[]).to_connect("topic", Some(text.as_bytes()));
+        let hot = warm.to_connect("topic", Some(text.as_bytes()));
+        match (cold, hot) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+            (Err(a), Err(b)) => assert_eq!(a.trace(), b.trace(), "{text}"),
+            (a, b) => panic!("{text}: {a:?} vs {b:?}"),
+        }
+        // The warm converter's last schema may have changed; warm it again.
+        read(&warm, &cases[0]);
+    }
+    let (s, v) = read(&warm, &cases[0]);
+    assert!(Arc::ptr_eq(s.as_ref().unwrap(), read(&warm, &cases[8]).0.as_ref().unwrap()), "one schema object for one schema text");
+    assert_eq!(v.as_struct().unwrap().get("id"), Some(&Value::Int32(1)));
 }

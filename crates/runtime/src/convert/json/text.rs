@@ -112,6 +112,47 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Option<Document>, SyntaxError> {
     Ok(Some(Document { root, member_spans: p.member_spans }))
 }
 
+/// From `pos`: optional whitespace, the byte `open`, whitespace, exactly `name` (a quoted
+/// member name without escapes), whitespace, `:` and whitespace. Returns where the member's
+/// value starts, or `None` when the text is not that.
+pub(crate) fn skip_member_prefix(bytes: &[u8], pos: usize, open: u8, name: &[u8]) -> Option<usize> {
+    let ws = |mut i: usize| {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(i) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(pos);
+    if bytes.get(i) != Some(&open) {
+        return None;
+    }
+    i = ws(i + 1);
+    if !bytes[i..].starts_with(name) {
+        return None;
+    }
+    i = ws(i + name.len());
+    if bytes.get(i) != Some(&b':') {
+        return None;
+    }
+    Some(ws(i + 1))
+}
+
+/// Parses `tail` as the value of an object's last member: a JSON value, then `}`, then
+/// only whitespace. `None` when it is anything else (the caller reads the whole document
+/// again to report the error).
+pub(crate) fn parse_last_member(tail: &[u8]) -> Option<Node> {
+    let text = std::str::from_utf8(tail).ok()?;
+    let mut p = Parser { text, bytes: text.as_bytes(), pos: 0, member_spans: Vec::new() };
+    let node = p.value(1).ok()?;
+    p.skip_ws();
+    if p.bytes.get(p.pos) != Some(&b'}') {
+        return None;
+    }
+    p.pos += 1;
+    p.skip_ws();
+    (p.pos == p.bytes.len()).then_some(node)
+}
+
 fn error_at(bytes: &[u8], pos: usize, message: String) -> SyntaxError {
     let before = &bytes[..pos.min(bytes.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
