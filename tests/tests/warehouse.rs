@@ -179,10 +179,10 @@ fn warehouse_mirrors_the_source_through_crashes() {
 /// the sink's progress moves past it (`errors.tolerance=all`).
 #[test]
 fn a_change_the_target_rejects_is_dead_lettered_and_the_rest_applied() {
-    let pg = Pg::start();
-    pg.sql("postgres", "CREATE DATABASE wh");
-    pg.sql("postgres", "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, n int NOT NULL)");
-    pg.sql("wh", "CREATE TABLE items (id int PRIMARY KEY, name text, n int CHECK (n >= 0))");
+    let pg = Postgres::start();
+    pg.sql("CREATE DATABASE wh");
+    pg.sql("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, n int NOT NULL)");
+    pg.psql().sql("wh", "CREATE TABLE items (id int PRIMARY KEY, name text, n int CHECK (n >= 0))");
     let dir = tempfile::tempdir().unwrap();
     let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
     let port = pg.port.to_string();
@@ -214,18 +214,17 @@ fn a_change_the_target_rejects_is_dead_lettered_and_the_rest_applied() {
     w.wait_running("wh", 1);
     // 200 rows in one transaction, rows 50 and 150 with a negative n; then row 7 updated to
     // a negative n (rejected: the target keeps its old value) and row 8 deleted.
-    pg.sql("postgres", "INSERT INTO items SELECT g, 'r' || g, CASE WHEN g IN (50, 150) THEN -1 ELSE g END FROM generate_series(1, 200) g");
+    pg.sql("INSERT INTO items SELECT g, 'r' || g, CASE WHEN g IN (50, 150) THEN -1 ELSE g END FROM generate_series(1, 200) g");
     pg.sql(
-        "postgres",
         "UPDATE items SET n = -7, name = 'neg' WHERE id = 7; DELETE FROM items WHERE id = 8; UPDATE items SET name = 'last' WHERE id = 9",
     );
     let expected = "SELECT string_agg(id || ':' || name || ':' || n, ',' ORDER BY id) FROM items WHERE n >= 0 AND id <> 7";
     // id 7 keeps its pre-update row in the target.
-    let mut want_rows: Vec<String> = pg.sql("postgres", expected).trim().split(',').map(str::to_owned).collect();
+    let mut want_rows: Vec<String> = pg.sql(expected).trim().split(',').map(str::to_owned).collect();
     want_rows.push("7:r7:7".to_owned());
     want_rows.sort_by_key(|r| r.split(':').next().unwrap().parse::<i32>().unwrap());
     let got = || {
-        let out = pg.sql("wh", "SELECT coalesce(string_agg(id || ':' || name || ':' || n, ',' ORDER BY id), '') FROM items");
+        let out = pg.psql().sql("wh", "SELECT coalesce(string_agg(id || ':' || name || ':' || n, ',' ORDER BY id), '') FROM items");
         out.trim().split(',').map(str::to_owned).collect::<Vec<_>>()
     };
     sluice_tests::eventually(Duration::from_secs(60), "the target holds every accepted change", || got() == want_rows);
