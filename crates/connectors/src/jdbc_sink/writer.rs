@@ -4,8 +4,8 @@
 //! BEGIN
 //!   per table: CREATE TABLE / ALTER TABLE ADD COLUMN (auto.create / auto.evolve)
 //!   per step:  TRUNCATE
-//!            | COPY keys → temp table; DELETE … USING temp
-//!              COPY rows → temp table (+ per-row list of unchanged columns)
+//!            | COPY keys → staging table; DELETE … USING staging
+//!              COPY rows → staging table (+ per-row list of unchanged columns)
 //!              upsert: INSERT … SELECT … ON CONFLICT (key) DO UPDATE   (rows without unchanged columns)
 //!                      UPDATE … SET c = CASE WHEN unchanged THEN t.c ELSE s.c END FROM temp
 //!                      INSERT … WHERE NOT EXISTS                       (rows with unchanged columns)
@@ -13,11 +13,14 @@
 //!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE   (next offset per partition)
 //! COMMIT
 //! ```
+//! Staging tables are temporary tables of the connection, one per column layout, created
+//! on first use with `ON COMMIT DELETE ROWS` (see [`Staging`]).
+//!
 //! A value the source did not send (Debezium's unavailable-value placeholder) is staged
 //! as NULL and its column listed in the row's `__sluice_unchanged`; the target keeps its
 //! current value for that column. The placeholder itself is never written.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,11 +79,13 @@ pub struct PgWriter {
     client: Option<Client>,
     /// Column name → type of each table seen, as the catalog has them.
     tables: HashMap<TableName, Vec<(String, String)>>,
+    /// The staging tables of the current connection.
+    staging: Staging,
 }
 
 impl PgWriter {
     pub fn new(cfg: Arc<JdbcSinkConfig>) -> Self {
-        Self { cfg, client: None, tables: HashMap::new() }
+        Self { cfg, client: None, tables: HashMap::new(), staging: Staging::default() }
     }
 
     fn offsets_table(&self) -> String {
@@ -93,6 +98,7 @@ impl PgWriter {
         }
         self.client = None;
         self.tables.clear();
+        self.staging = Staging::default();
         let pg = self.cfg.pg_config();
         let mut attempt = 0;
         let client = loop {
@@ -233,16 +239,65 @@ fn copy_field(out: &mut Vec<u8>, cell: Option<&str>) {
     }
 }
 
-/// Creates a temporary table with these columns (dropped at commit) and copies the rows in.
-/// With `mask`, a last column lists the (1-based) columns each row leaves unchanged.
-async fn stage(tx: &Transaction<'_>, name: &str, columns: &[(&str, &str)], rows: &[&Row], mask: bool) -> Result<(), WriteError> {
-    let mut defs: Vec<String> = columns.iter().map(|(n, t)| format!("{} {t}", quote(n))).collect();
-    if mask {
-        defs.push(format!("{UNCHANGED_COLUMN} integer[]"));
+/// The staging tables of one connection. Each column layout gets one temporary table,
+/// created once (`ON COMMIT DELETE ROWS`: every transaction finds it empty) instead of
+/// created and dropped in each transaction, which costs catalog writes per batch.
+#[derive(Default)]
+pub struct Staging {
+    /// Table name per column layout.
+    names: HashMap<String, String>,
+    /// Tables that exist in the session (created by a committed transaction).
+    committed: HashSet<String>,
+    /// Created by the current transaction (gone if it rolls back).
+    created: Vec<String>,
+    /// Filled by the current transaction.
+    used: HashSet<String>,
+}
+
+impl Staging {
+    /// An empty staging table with these columns (and, with `mask`, the unchanged-columns
+    /// list), for the current transaction.
+    async fn prepare(&mut self, tx: &Transaction<'_>, columns: &[(&str, &str)], mask: bool) -> Result<String, WriteError> {
+        let mut defs: Vec<String> = columns.iter().map(|(n, t)| format!("{} {t}", quote(n))).collect();
+        if mask {
+            defs.push(format!("{UNCHANGED_COLUMN} integer[]"));
+        }
+        let layout = defs.join(", ");
+        let next = self.names.len();
+        let name = self.names.entry(layout.clone()).or_insert_with(|| format!("sluice_stage_{next}")).clone();
+        if self.used.contains(&name) {
+            tx.batch_execute(&format!("DELETE FROM {name}")).await.map_err(|e| classify("cannot empty a staging table", e))?;
+        } else if !self.committed.contains(&name) && !self.created.contains(&name) {
+            tx.batch_execute(&format!("CREATE TEMP TABLE IF NOT EXISTS {name} ({layout}) ON COMMIT DELETE ROWS"))
+                .await
+                .map_err(|e| classify("cannot create a staging table", e))?;
+            self.created.push(name.clone());
+        }
+        self.used.insert(name.clone());
+        Ok(name)
     }
-    tx.batch_execute(&format!("CREATE TEMP TABLE {name} ({}) ON COMMIT DROP", defs.join(", ")))
-        .await
-        .map_err(|e| classify("cannot create a staging table", e))?;
+
+    /// The current transaction ended: committed, or rolled back.
+    fn finish(&mut self, committed: bool) {
+        if committed {
+            self.committed.extend(self.created.drain(..));
+        } else {
+            self.created.clear();
+        }
+        self.used.clear();
+    }
+}
+
+/// Fills a staging table with these columns and copies the rows in; returns its name.
+/// With `mask`, a last column lists the (1-based) columns each row leaves unchanged.
+async fn stage(
+    tx: &Transaction<'_>,
+    staging: &mut Staging,
+    columns: &[(&str, &str)],
+    rows: &[&Row],
+    mask: bool,
+) -> Result<String, WriteError> {
+    let name = staging.prepare(tx, columns, mask).await?;
     let sink = tx.copy_in::<_, Bytes>(&format!("COPY {name} FROM STDIN")).await.map_err(|e| classify("cannot start COPY", e))?;
     futures_util::pin_mut!(sink);
     let mut buf = Vec::with_capacity(COPY_CHUNK + 4096);
@@ -275,7 +330,7 @@ async fn stage(tx: &Transaction<'_>, name: &str, columns: &[(&str, &str)], rows:
         sink.send(Bytes::from(buf)).await.map_err(|e| classify("COPY into a staging table failed", e))?;
     }
     sink.as_mut().finish().await.map_err(|e| classify("COPY into a staging table failed", e))?;
-    Ok(())
+    Ok(name)
 }
 
 /// Applies one table's steps.
@@ -284,7 +339,7 @@ async fn apply_table(
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     tb: &TableBatch,
-    n: &mut usize,
+    staging: &mut Staging,
 ) -> Result<(), WriteError> {
     if tb.steps.is_empty() {
         return Ok(());
@@ -307,10 +362,8 @@ async fn apply_table(
             }
             Step::Apply(seg) => {
                 if !seg.deletes.is_empty() {
-                    *n += 1;
-                    let name = format!("sluice_delete_{n}");
                     let rows: Vec<&Row> = seg.deletes.iter().collect();
-                    stage(tx, &name, keys, &rows, false).await.map_err(|e| at(e, rows[0].origin))?;
+                    let name = stage(tx, staging, keys, &rows, false).await.map_err(|e| at(e, rows[0].origin))?;
                     tx.batch_execute(&format!("DELETE FROM {target} AS t USING {name} AS s WHERE {}", key_match("t", "s")))
                         .await
                         .map_err(|e| at(classify(&format!("cannot delete from {}", tb.name), e), rows[0].origin))?;
@@ -319,10 +372,8 @@ async fn apply_table(
                 if rows.is_empty() {
                     continue;
                 }
-                *n += 1;
-                let name = format!("sluice_stage_{n}");
                 let first = rows[0].origin;
-                stage(tx, &name, &cols, &rows, true).await.map_err(|e| at(e, first))?;
+                let name = stage(tx, staging, &cols, &rows, true).await.map_err(|e| at(e, first))?;
                 let masked = rows.iter().any(|r| r.has_unchanged());
                 let keep_unchanged = |i: usize, c: &str| {
                     format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c))
@@ -388,10 +439,10 @@ async fn apply(
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     batch: &Batch,
-    n: &mut usize,
+    staging: &mut Staging,
 ) -> Result<(), WriteError> {
     for tb in &batch.tables {
-        apply_table(tx, cfg, cache, tb, n).await?;
+        apply_table(tx, cfg, cache, tb, staging).await?;
     }
     Ok(())
 }
@@ -416,12 +467,13 @@ impl Dialect for PgWriter {
             self.offsets_table()
         );
         let cfg = self.cfg.clone();
+        self.open().await?;
         let mut cache = std::mem::take(&mut self.tables);
-        let client = self.open().await?;
+        let mut staging = std::mem::take(&mut self.staging);
+        let client = self.client.as_mut().expect("connected");
         let result = async {
             let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
-            let mut n = 0;
-            apply(&tx, &cfg, &mut cache, batch, &mut n).await?;
+            apply(&tx, &cfg, &mut cache, batch, &mut staging).await?;
             let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
             let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
             let next: Vec<i64> = batch.offsets.values().copied().collect();
@@ -429,6 +481,8 @@ impl Dialect for PgWriter {
             tx.commit().await.map_err(|e| classify("cannot commit", e))
         }
         .await;
+        staging.finish(result.is_ok());
+        self.staging = staging;
         match result {
             Ok(()) => {
                 self.tables = cache;
@@ -444,11 +498,18 @@ impl Dialect for PgWriter {
 
     async fn probe(&mut self, batch: &Batch) -> Result<(), WriteError> {
         let cfg = self.cfg.clone();
-        let client = self.open().await?;
-        let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
-        let mut cache = HashMap::new();
-        let mut n = 0;
-        apply(&tx, &cfg, &mut cache, batch, &mut n).await
-        // Dropping the transaction rolls it back.
+        self.open().await?;
+        let mut staging = std::mem::take(&mut self.staging);
+        let client = self.client.as_mut().expect("connected");
+        let result = async {
+            let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
+            let mut cache = HashMap::new();
+            apply(&tx, &cfg, &mut cache, batch, &mut staging).await
+            // Dropping the transaction rolls it back.
+        }
+        .await;
+        staging.finish(false);
+        self.staging = staging;
+        result
     }
 }
