@@ -7,6 +7,10 @@
 //!  every offset.flush.interval.ms and on stop:
 //!    SinkTask::pre_commit(positions) ─▶ durable offsets ─▶ log.commit_group(connect-NAME)
 //! ```
+//! The next batch is read and converted on another worker thread while `put` runs (a
+//! read-ahead of one batch; it is dropped when a rewind or a new assignment makes it start
+//! elsewhere than where the task is).
+//!
 //! A consumer-group offset moves only to what `pre_commit` reports durable in the
 //! destination, and never backwards. A retriable `put` failure re-delivers the same records
 //! after a backoff; nothing is skipped.
@@ -53,8 +57,8 @@ pub struct SinkRunner {
     pub task: Box<dyn SinkTask>,
     pub ctx: SinkTaskContext,
     pub log: Arc<dyn Log>,
-    pub converters: RecordConverters,
-    pub transforms: TransformChain,
+    pub converters: Arc<RecordConverters>,
+    pub transforms: Arc<TransformChain>,
     pub errors: ErrorPolicy,
     pub status: Arc<StatusStore>,
     pub subscription: Subscription,
@@ -91,6 +95,7 @@ impl SinkRunner {
         let mut last_refresh: Option<Instant> = None;
         let mut backoff = Backoff::new();
         let mut cursor = 0usize;
+        let mut ahead: Option<ReadAhead> = None;
         loop {
             if shutdown.is_cancelled() {
                 return Ok(());
@@ -120,7 +125,26 @@ impl SinkRunner {
             if self.state.is_paused() {
                 self.state.running();
             }
-            let fetched: Fetched = Arc::new(self.fetch(state, &mut cursor).await?);
+            // The batch read ahead while the previous put ran, when it starts where this
+            // task is now (no rewind, no new partitions since); else read it now.
+            let ready = match ahead.take() {
+                Some(a) => a.join().await.filter(|a| a.from == state.next),
+                None => None,
+            };
+            let (fetched, converted, dead) = match ready {
+                Some(a) => {
+                    cursor = a.cursor;
+                    (a.fetched, a.converted, a.dead)
+                }
+                None => {
+                    let fetched: Fetched = Arc::new(self.reader().fetch(&mut state.next, &mut cursor).await?);
+                    if fetched.is_empty() {
+                        continue;
+                    }
+                    let (converted, dead) = self.reader().convert(&fetched, true).await?;
+                    (fetched, converted, dead)
+                }
+            };
             if fetched.is_empty() {
                 continue;
             }
@@ -134,18 +158,23 @@ impl SinkRunner {
                     last_topic = Some(tp.topic.as_str());
                 }
             }
-            let (converted, dead) = Self::convert(&self.converters, &self.transforms, &self.errors, &self.id, &fetched, true).await?;
             if !dead.is_empty() {
                 // Dead letters are durable before any offset can move past their records.
                 self.log.append(dead).await.map_err(|e| Stage::Producer.fail("dead-letter records".to_owned(), e.into()))?;
             }
+            // Read and convert the next batch while this one is put.
+            let mut after = state.next.clone();
+            for (tp, r) in fetched.iter() {
+                after.insert(tp.clone(), r.offset + 1);
+            }
+            ahead = Some(ReadAhead::start(self.reader(), after, cursor));
             let mut converted = Some(converted);
             loop {
                 // A redelivery converts again (conversion is deterministic); records that
                 // failed were already reported the first time.
                 let records = match converted.take() {
                     Some(r) => r,
-                    None => Self::convert(&self.converters, &self.transforms, &self.errors, &self.id, &fetched, false).await?.0,
+                    None => self.reader().convert(&fetched, false).await?.0,
                 };
                 if records.is_empty() {
                     break;
@@ -176,10 +205,92 @@ impl SinkRunner {
         }
     }
 
+    fn reader(&self) -> Reader {
+        Reader {
+            log: self.log.clone(),
+            converters: self.converters.clone(),
+            transforms: self.transforms.clone(),
+            errors: self.errors.clone(),
+            id: self.id.clone(),
+        }
+    }
+
+    /// This task's share of the subscribed partitions: sorted, then every `task_count`-th.
+    async fn refresh_assignment(&mut self, state: &mut Positions) -> ConnectResult<()> {
+        let topics = match &self.subscription {
+            Subscription::Topics(t) => t.clone(),
+            Subscription::Pattern(p) => {
+                let all = self.log.list_topics().await?;
+                all.into_iter().filter(|t| p.is_match(t)).collect()
+            }
+        };
+        let mut all = Vec::new();
+        for t in &topics {
+            for p in 0..self.log.partition_count(t).await? {
+                all.push(TopicPartition::new(t.clone(), p));
+            }
+        }
+        all.sort();
+        let mine: Vec<_> =
+            all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
+        let new: Vec<_> = mine.iter().filter(|tp| !state.next.contains_key(*tp)).cloned().collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let committed = self.log.group_offsets(&self.group).await?;
+        for tp in &new {
+            let start = match committed.get(tp) {
+                Some(o) => *o,
+                None => self.log.offsets(tp).await?.0,
+            };
+            state.next.insert(tp.clone(), start);
+        }
+        self.task.open(&new).await
+    }
+
+    /// Asks the task what is durable and commits that (forward only) to the group.
+    async fn commit(&mut self, state: &mut Positions) {
+        if state.next.is_empty() {
+            return;
+        }
+        let durable = match self.task.pre_commit(&state.next).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(task = ?self.id, error = %e, "pre-commit failed; offsets not committed this time");
+                return;
+            }
+        };
+        let forward: BTreeMap<TopicPartition, i64> =
+            durable.into_iter().filter(|(tp, o)| state.next.contains_key(tp) && state.committed.get(tp).is_none_or(|c| o > c)).collect();
+        if forward.is_empty() {
+            return;
+        }
+        match self.log.commit_group(&self.group, &forward).await {
+            Ok(()) => state.committed.extend(forward),
+            Err(e) => tracing::warn!(task = ?self.id, error = %e, "committing sink offsets failed; will retry"),
+        }
+    }
+}
+
+/// What a sink task reads with: cheap to clone into a read-ahead.
+#[derive(Clone)]
+struct Reader {
+    log: Arc<dyn Log>,
+    converters: Arc<RecordConverters>,
+    transforms: Arc<TransformChain>,
+    errors: ErrorPolicy,
+    id: ConnectorTaskId,
+}
+
+impl Reader {
     /// Reads up to [`MAX_RECORDS_PER_PUT`] records, visiting partitions round robin; waits
     /// briefly when all are at their end.
-    async fn fetch(&mut self, state: &mut Positions, cursor: &mut usize) -> ConnectResult<Vec<(TopicPartition, StoredRecord)>> {
-        let tps: Vec<TopicPartition> = state.next.keys().cloned().collect();
+    async fn fetch(
+        &self,
+        next: &mut BTreeMap<TopicPartition, i64>,
+        cursor: &mut usize,
+    ) -> ConnectResult<Vec<(TopicPartition, StoredRecord)>> {
+        let tps: Vec<TopicPartition> = next.keys().cloned().collect();
         if tps.is_empty() {
             tokio::time::sleep(Duration::from_millis(200)).await;
             return Ok(Vec::new());
@@ -188,12 +299,12 @@ impl SinkRunner {
         for i in 0..tps.len() {
             let tp = &tps[(*cursor + i) % tps.len()];
             let wait = if out.is_empty() && i + 1 == tps.len() { Duration::from_millis(200) } else { Duration::ZERO };
-            let from = state.next[tp];
+            let from = next[tp];
             match self.log.read(tp, from, MAX_FETCH_BYTES, wait).await {
                 Ok(batch) => out.extend(batch.into_iter().take(MAX_RECORDS_PER_PUT).map(|r| (tp.clone(), r))),
                 Err(LogError::OffsetOutOfRange { start, .. }) => {
                     tracing::warn!(task = ?self.id, %tp, from, start, "offset out of range; resetting to the earliest offset");
-                    state.next.insert(tp.clone(), start);
+                    next.insert(tp.clone(), start);
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -209,14 +320,8 @@ impl SinkRunner {
     /// Converts fetched records. A record that fails goes to the error policy: the task
     /// fails, or the record is skipped (and, with a dead-letter topic, returned as a dead
     /// letter). With `report` false, failures are skipped silently (a redelivery).
-    async fn convert(
-        c: &RecordConverters,
-        chain: &TransformChain,
-        errors: &ErrorPolicy,
-        id: &ConnectorTaskId,
-        fetched: &[(TopicPartition, StoredRecord)],
-        report: bool,
-    ) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
+    async fn convert(&self, fetched: &[(TopicPartition, StoredRecord)], report: bool) -> ConnectResult<(Vec<SinkRecord>, Vec<Produce>)> {
+        let (c, chain, errors, id) = (&*self.converters, &*self.transforms, &self.errors, &self.id);
         let mut out = Vec::with_capacity(fetched.len());
         let mut dead = Vec::new();
         for (tp, r) in fetched {
@@ -290,61 +395,49 @@ impl SinkRunner {
             headers,
         })
     }
+}
 
-    /// This task's share of the subscribed partitions: sorted, then every `task_count`-th.
-    async fn refresh_assignment(&mut self, state: &mut Positions) -> ConnectResult<()> {
-        let topics = match &self.subscription {
-            Subscription::Topics(t) => t.clone(),
-            Subscription::Pattern(p) => {
-                let all = self.log.list_topics().await?;
-                all.into_iter().filter(|t| p.is_match(t)).collect()
+/// The next batch, read and converted on another worker thread while the current batch is
+/// put. Only read: nothing moves until the batch is put, and it is used only if it starts
+/// exactly where the task is then (otherwise dropped and read again).
+struct ReadAhead {
+    handle: tokio::task::JoinHandle<Option<Ahead>>,
+}
+
+struct Ahead {
+    /// The positions it was read from.
+    from: BTreeMap<TopicPartition, i64>,
+    cursor: usize,
+    fetched: Fetched,
+    converted: Vec<SinkRecord>,
+    dead: Vec<Produce>,
+}
+
+impl ReadAhead {
+    fn start(reader: Reader, from: BTreeMap<TopicPartition, i64>, cursor: usize) -> Self {
+        let handle = tokio::spawn(async move {
+            let mut next = from.clone();
+            let mut cursor = cursor;
+            let fetched = reader.fetch(&mut next, &mut cursor).await.ok()?;
+            if next != from {
+                return None; // a position was reset: the task's own read handles that
             }
-        };
-        let mut all = Vec::new();
-        for t in &topics {
-            for p in 0..self.log.partition_count(t).await? {
-                all.push(TopicPartition::new(t.clone(), p));
-            }
-        }
-        all.sort();
-        let mine: Vec<_> =
-            all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
-        let new: Vec<_> = mine.iter().filter(|tp| !state.next.contains_key(*tp)).cloned().collect();
-        if new.is_empty() {
-            return Ok(());
-        }
-        let committed = self.log.group_offsets(&self.group).await?;
-        for tp in &new {
-            let start = match committed.get(tp) {
-                Some(o) => *o,
-                None => self.log.offsets(tp).await?.0,
-            };
-            state.next.insert(tp.clone(), start);
-        }
-        self.task.open(&new).await
+            // An error (e.g. errors.tolerance=none) is left to the task's own read, which
+            // meets it again and fails with it.
+            let (converted, dead) = reader.convert(&fetched, true).await.ok()?;
+            Some(Ahead { from, cursor, fetched: Arc::new(fetched), converted, dead })
+        });
+        Self { handle }
     }
 
-    /// Asks the task what is durable and commits that (forward only) to the group.
-    async fn commit(&mut self, state: &mut Positions) {
-        if state.next.is_empty() {
-            return;
-        }
-        let durable = match self.task.pre_commit(&state.next).await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::warn!(task = ?self.id, error = %e, "pre-commit failed; offsets not committed this time");
-                return;
-            }
-        };
-        let forward: BTreeMap<TopicPartition, i64> =
-            durable.into_iter().filter(|(tp, o)| state.next.contains_key(tp) && state.committed.get(tp).is_none_or(|c| o > c)).collect();
-        if forward.is_empty() {
-            return;
-        }
-        match self.log.commit_group(&self.group, &forward).await {
-            Ok(()) => state.committed.extend(forward),
-            Err(e) => tracing::warn!(task = ?self.id, error = %e, "committing sink offsets failed; will retry"),
-        }
+    async fn join(mut self) -> Option<Ahead> {
+        (&mut self.handle).await.ok().flatten()
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.handle.abort();
     }
 }
 
