@@ -9,6 +9,7 @@ mod errors;
 mod kafka;
 mod pipeline;
 mod postgres;
+mod postgres_features;
 mod rest;
 mod s3;
 mod secrets;

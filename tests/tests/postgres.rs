@@ -19,9 +19,9 @@ const ROWS: i64 = 200_000;
 const TOPIC: &str = "pg.public.items";
 const SLOT: &str = "sluice_e2e";
 
-struct Pg {
+pub(crate) struct Pg {
     dir: tempfile::TempDir,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 fn repo() -> PathBuf {
@@ -33,7 +33,7 @@ fn pgbin() -> PathBuf {
 }
 
 impl Pg {
-    fn start() -> Pg {
+    pub(crate) fn start() -> Pg {
         let port = sluice_tests::free_port();
         let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").unwrap();
         let out = Command::new("bash")
@@ -54,7 +54,7 @@ impl Pg {
     }
 
     /// Runs `sql`; returns its unaligned, tuples-only output.
-    fn sql(&self, sql: &str) -> String {
+    pub(crate) fn sql(&self, sql: &str) -> String {
         let out = self.psql_cmd().args(["-At", "-c", sql]).output().expect("run psql");
         assert!(out.status.success(), "psql failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_owned()

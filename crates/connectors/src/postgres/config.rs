@@ -2,6 +2,7 @@
 //! typed configuration, and the Debezium keys it rejects by name because they are not
 //! implemented yet (a key that changes behaviour is never silently ignored).
 
+use super::column::{ColumnRules, KeyColumns};
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -32,6 +33,7 @@ pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
 pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
 pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
+pub use super::column::MESSAGE_KEY_COLUMNS;
 
 pub const DEFAULT_PORT: &str = "5432";
 pub const DEFAULT_SSLMODE: &str = "prefer";
@@ -62,7 +64,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "column.exclude.list",
     "column.propagate.source.type",
     "datatype.propagate.source.type",
-    "message.key.columns",
     "include.unknown.datatypes",
     "hstore.handling.mode",
     "interval.handling.mode",
@@ -213,6 +214,15 @@ pub fn def() -> ConfigDef {
         .define(ConfigKey::new(MAX_QUEUE_SIZE, ConfigType::Int, Importance::Medium, "Most replication events buffered between the stream reader and poll.").default_value(DEFAULT_MAX_QUEUE_SIZE).validator(Validator::AtLeast(1)))
         .define(ConfigKey::new(POLL_INTERVAL_MS, ConfigType::Long, Importance::Low, "Longest wait of one poll for new events.").default_value(DEFAULT_POLL_INTERVAL_MS).validator(Validator::AtLeast(1)))
         .define(ConfigKey::new(HEARTBEAT_INTERVAL_MS, ConfigType::Int, Importance::Medium, "Emit a heartbeat record this often while idle so the slot advances (0: off).").default_value("0").validator(Validator::AtLeast(0)))
+        .define(
+            ConfigKey::new(
+                MESSAGE_KEY_COLUMNS,
+                ConfigType::String,
+                Importance::Low,
+                "Custom message keys: <fully-qualified table regex>:<column>,<column>;… (tables not listed keep their primary key).",
+            )
+            .default_value(""),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -241,6 +251,8 @@ pub struct PostgresConfig {
     pub poll_interval_ms: u64,
     pub heartbeat_interval_ms: u64,
     pub status_update_interval_ms: u64,
+    /// Per-column rules: message keys.
+    pub columns: ColumnRules,
 }
 
 /// The errors of keys this version rejects, as `(key, message)` pairs.
@@ -331,6 +343,7 @@ impl PostgresConfig {
             poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
+            columns: ColumnRules { key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())? },
         })
     }
 

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SchemaType, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
 
 use super::catalog::TableId;
+use super::column::ColumnRules;
 use super::decode::Datum;
 use super::mapping::{self, Modes, PgType};
 
@@ -106,8 +107,11 @@ pub struct TableSchema {
 }
 
 impl TableSchema {
-    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef) -> Self {
+    /// `rules` decide the message key: the columns `message.key.columns` names for this
+    /// table, else its primary key.
+    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef, rules: &ColumnRules) -> Self {
         let base = format!("{prefix}.{}.{}", id.schema, id.table);
+        let custom_key = rules.key_columns.for_table(&id, specs.iter().map(|s| s.ty.as_ref().map(|_| s.name.as_str())));
         let mut pk: Vec<(usize, usize)> = Vec::new();
         let columns: Vec<Option<Column>> = specs
             .into_iter()
@@ -121,7 +125,7 @@ impl TableSchema {
             })
             .collect();
         pk.sort_unstable();
-        let key: Vec<usize> = pk.into_iter().map(|(_, i)| i).collect();
+        let key: Vec<usize> = custom_key.unwrap_or_else(|| pk.into_iter().map(|(_, i)| i).collect());
         let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
         let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
         let value_schema = Schema::struct_of(columns.iter().flatten().map(field)).named(format!("{base}.Value")).optional().into_ref();
@@ -162,8 +166,8 @@ impl TableSchema {
         self.key_schema.is_some()
     }
 
-    /// The row struct of a tuple.
-    pub fn row(&self, datums: &[Datum]) -> ConnectResult<Value> {
+    /// The row struct of a tuple and its message key.
+    pub fn row(&self, datums: &[Datum]) -> ConnectResult<Row> {
         if datums.len() != self.columns.len() {
             return Err(ConnectError::fatal(format!(
                 "{}: tuple has {} columns, the table schema {}; restart the connector to reload it",
@@ -186,13 +190,13 @@ impl TableSchema {
                 }
             });
         }
-        Ok(Value::Struct(Struct::from_values(self.value_schema.clone(), values)))
-    }
-
-    pub fn key_of(&self, row: &Value) -> Value {
-        let (Some(schema), Some(row)) = (&self.key_schema, row.as_struct()) else { return Value::Null };
-        let values = self.key_fields.iter().map(|i| row.values().get(*i).cloned().unwrap_or(Value::Null)).collect();
-        Value::Struct(Struct::from_values(schema.clone(), values))
+        let key = match &self.key_schema {
+            Some(schema) => {
+                Value::Struct(Struct::from_values(schema.clone(), self.key_fields.iter().map(|i| values[*i].clone()).collect()))
+            }
+            None => Value::Null,
+        };
+        Ok(Row { value: Value::Struct(Struct::from_values(self.value_schema.clone(), values)), key })
     }
 
     fn source(&self, info: &SourceInfo, source_schema: &SchemaRef) -> Value {
@@ -211,17 +215,24 @@ impl TableSchema {
     pub fn record(
         &self,
         op: char,
-        before: Value,
-        after: Value,
+        before: Row,
+        after: Row,
         info: &SourceInfo,
         source_schema: &SchemaRef,
         partition: &SourcePartition,
         offset: SourceOffset,
     ) -> SourceRecord {
-        let key = self.key_of(if after.is_null() { &before } else { &after });
+        let key = if after.value.is_null() { before.key } else { after.key };
         let envelope = Struct::from_values(
             self.envelope_schema.clone(),
-            vec![before, after, self.source(info, source_schema), Value::String(op.to_string()), Value::Int64(now_ms()), Value::Null],
+            vec![
+                before.value,
+                after.value,
+                self.source(info, source_schema),
+                Value::String(op.to_string()),
+                Value::Int64(now_ms()),
+                Value::Null,
+            ],
         );
         SourceRecord {
             source_partition: partition.clone(),
@@ -248,7 +259,7 @@ impl TableSchema {
         partition: &SourcePartition,
         offset: SourceOffset,
     ) -> SourceRecord {
-        let mut r = self.record('t', Value::Null, Value::Null, info, source_schema, partition, offset);
+        let mut r = self.record('t', Row::NONE, Row::NONE, info, source_schema, partition, offset);
         r.key = Value::Null;
         r.key_schema = None;
         r
@@ -256,6 +267,19 @@ impl TableSchema {
 }
 
 pub type SharedTable = Arc<TableSchema>;
+
+/// One side (`before` or `after`) of a change: the row struct and the message key taken
+/// from the row's values as read (before any column mapper).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub value: Value,
+    pub key: Value,
+}
+
+impl Row {
+    /// The side a change does not have (`before` of an insert, `after` of a delete).
+    pub const NONE: Row = Row { value: Value::Null, key: Value::Null };
+}
 
 /// The value Debezium puts in a required field that has no value (its schema default, else
 /// zero, false, empty).
@@ -296,11 +320,19 @@ mod tests {
             ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
             ColumnSpec { name: "weird".into(), ty: None, not_null: false, pk_position: None },
         ];
-        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let t = TableSchema::new(
+            "srv",
+            "db",
+            TableId { schema: "public".into(), table: "t".into() },
+            specs,
+            modes,
+            &source_schema(),
+            &ColumnRules::default(),
+        );
         assert_eq!(t.topic, "srv.public.t");
         let row = t.row(&[Datum::Text("x"), Datum::Text("5"), Datum::Text("?")]).unwrap();
         let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: Some(9), lsn: Some(10), sequence: None };
-        let r = t.record('c', Value::Null, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
+        let r = t.record('c', Row::NONE, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
         assert_eq!(r.key_schema.as_ref().unwrap().name.as_deref(), Some("srv.public.t.Key"));
         assert_eq!(r.key.as_struct().unwrap().get("id"), Some(&Value::Int32(5)));
         let env = r.value.as_struct().unwrap();
@@ -323,10 +355,18 @@ mod tests {
             ColumnSpec { name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
             ColumnSpec { name: "maybe".into(), ty: Some(PgType::Int4), not_null: false, pk_position: None },
         ];
-        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let t = TableSchema::new(
+            "srv",
+            "db",
+            TableId { schema: "public".into(), table: "t".into() },
+            specs,
+            modes,
+            &source_schema(),
+            &ColumnRules::default(),
+        );
         // What pgoutput sends as a delete's old key under REPLICA IDENTITY DEFAULT.
         let before = t.row(&[Datum::Text("7"), Datum::Null, Datum::Null, Datum::Null, Datum::Null]).unwrap();
-        let before = before.as_struct().unwrap();
+        let before = before.value.as_struct().unwrap();
         assert_eq!(before.get("id"), Some(&Value::Int64(7)));
         assert_eq!(before.get("v"), Some(&Value::Int32(0)));
         assert_eq!(before.get("note"), Some(&Value::String(String::new())));
@@ -336,5 +376,34 @@ mod tests {
         for f in &before.schema().fields {
             assert!(f.schema.optional || !before.get(&f.name).unwrap().is_null(), "{} is required but null", f.name);
         }
+    }
+
+    #[test]
+    fn message_key_columns_replace_the_primary_key() {
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let specs = || {
+            vec![
+                ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
+                ColumnSpec { name: "region".into(), ty: Some(PgType::Text), not_null: false, pk_position: None },
+                ColumnSpec { name: "customer".into(), ty: Some(PgType::Int8), not_null: true, pk_position: None },
+            ]
+        };
+        let rules = ColumnRules { key_columns: crate::postgres::column::KeyColumns::parse("public.orders:customer,region").unwrap() };
+        let id = |table: &str| TableId { schema: "public".into(), table: table.into() };
+        let t = TableSchema::new("srv", "db", id("orders"), specs(), modes, &source_schema(), &rules);
+        let row = t.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap();
+        let key = row.key.as_struct().unwrap();
+        assert_eq!(key.schema().name.as_deref(), Some("srv.public.orders.Key"));
+        let names: Vec<_> = key.schema().fields.iter().map(|f| (f.name.as_str(), f.schema.optional)).collect();
+        assert_eq!(names, [("customer", false), ("region", true)], "rule order, the columns' own optionality");
+        assert_eq!(key.get("customer"), Some(&Value::Int64(42)));
+        assert_eq!(key.get("region"), Some(&Value::Null));
+        let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: None, lsn: None, sequence: None };
+        let d = t.record('d', row.clone(), Row::NONE, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
+        assert_eq!(d.key, row.key, "a delete is keyed by its before image");
+        // Another table keeps its primary key.
+        let other = TableSchema::new("srv", "db", id("items"), specs(), modes, &source_schema(), &rules);
+        let key = other.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap().key;
+        assert_eq!(key.as_struct().unwrap().schema().fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id"]);
     }
 }

@@ -49,6 +49,7 @@
 //! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
 
 mod catalog;
+mod column;
 mod config;
 mod connector;
 mod decode;

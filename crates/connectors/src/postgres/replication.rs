@@ -29,7 +29,7 @@ use tokio_postgres::Client;
 use super::catalog::{self, TableId, TypeResolver};
 use super::config::PostgresConfig;
 use super::decode::{self, Message, OldTuple, Relation};
-use super::envelope::{now_ms, ColumnSpec, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::{Modes, SESSION_OPTIONS};
 use super::offset::{change_offset, heartbeat_offset, Skip, PG_EPOCH_OFFSET_MICROS};
 
@@ -245,7 +245,7 @@ impl Stream {
                 pk_position: m.and_then(|m| m.pk_position),
             });
         }
-        let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema);
+        let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema, &ctx.cfg.columns);
         tracing::debug!(table = %table.id, oid = rel.oid, "relation (re)described");
         self.relations.insert(rel.oid, Some(Arc::new(table)));
         Ok(())
@@ -291,7 +291,7 @@ impl Stream {
             Message::Insert { relation, new } => {
                 let Some(t) = self.table(relation)? else { return Ok(()) };
                 if !skipped('c') {
-                    out.push(t.record('c', Value::Null, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
+                    out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
                 }
             }
             Message::Update { relation, old, new } => {
@@ -299,20 +299,19 @@ impl Stream {
                 let after = t.row(&new)?;
                 let before = match &old {
                     Some(o) => t.row(o.datums())?,
-                    None => Value::Null,
+                    None => Row::NONE,
                 };
-                let key_changed =
-                    t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && t.key_of(&before) != t.key_of(&after);
+                let key_changed = t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && before.key != after.key;
                 if key_changed {
                     // A primary key change is a delete of the old key and a create of the new one.
                     if !skipped('d') {
-                        let d = t.record('d', before, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                        let d = t.record('d', before, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
                         let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                         out.push(d);
                         out.extend(tomb);
                     }
                     if !skipped('c') {
-                        out.push(t.record('c', Value::Null, after, &info, ctx.source_schema, ctx.partition, offset()));
+                        out.push(t.record('c', Row::NONE, after, &info, ctx.source_schema, ctx.partition, offset()));
                     }
                 } else if !skipped('u') {
                     out.push(t.record('u', before, after, &info, ctx.source_schema, ctx.partition, offset()));
@@ -321,7 +320,7 @@ impl Stream {
             Message::Delete { relation, old } => {
                 let Some(t) = self.table(relation)? else { return Ok(()) };
                 if !skipped('d') {
-                    let d = t.record('d', t.row(old.datums())?, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                    let d = t.record('d', t.row(old.datums())?, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
                     let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                     out.push(d);
                     out.extend(tomb);

@@ -44,12 +44,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use pgwire_replication::Lsn;
-use sluice_api::{ConnectResult, SchemaRef, SourcePartition, SourceRecord, Value};
+use sluice_api::{ConnectResult, SchemaRef, SourcePartition, SourceRecord};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
+use super::column::ColumnRules;
 use super::decode::Datum;
-use super::envelope::{now_ms, ColumnSpec, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::Modes;
 use super::offset::{snapshot_offset, SnapshotPosition};
 
@@ -72,6 +73,7 @@ pub struct SnapshotReader {
     modes: Modes,
     source_schema: SchemaRef,
     partition: SourcePartition,
+    rules: Arc<ColumnRules>,
 }
 
 struct Current {
@@ -83,7 +85,7 @@ struct Current {
 
 struct Held {
     table: SharedTable,
-    row: Value,
+    row: Row,
     key: Option<Vec<String>>,
 }
 
@@ -94,6 +96,7 @@ pub struct SnapshotSettings {
     pub fetch_size: usize,
     pub source_schema: SchemaRef,
     pub partition: SourcePartition,
+    pub rules: Arc<ColumnRules>,
 }
 
 impl SnapshotReader {
@@ -146,6 +149,7 @@ impl SnapshotReader {
             modes: s.modes,
             source_schema: s.source_schema,
             partition: s.partition,
+            rules: s.rules,
         })
     }
 
@@ -234,7 +238,7 @@ impl SnapshotReader {
         let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {sql}");
         self.client.batch_execute(&declare).await.map_err(|e| catalog::query_error(&format!("opening a snapshot cursor on {id}"), e))?;
         tracing::debug!(table = %id, resumed_after = ?after, "snapshotting table");
-        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, self.modes, &self.source_schema));
+        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, self.modes, &self.source_schema, &self.rules));
         self.current = Some(Current { table, cursor, key });
         Ok(())
     }
@@ -251,6 +255,6 @@ impl SnapshotReader {
         let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(self.lsn.0), sequence: None };
         let position = SnapshotPosition { table: held.table.id.clone(), after: held.key };
         let offset = snapshot_offset(self.lsn, self.tx_id, self.ts_ms * 1000, last, Some(&position));
-        held.table.record('r', Value::Null, held.row, &info, &self.source_schema, &self.partition, offset)
+        held.table.record('r', Row::NONE, held.row, &info, &self.source_schema, &self.partition, offset)
     }
 }

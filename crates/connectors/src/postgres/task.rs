@@ -12,6 +12,7 @@
 //!                                    resends from the slot: see offset.rs)
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -157,6 +158,7 @@ impl Running {
                 fetch_size: cfg.snapshot_fetch_size,
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
+                rules: Arc::new(cfg.columns.clone()),
             };
             let reader =
                 SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
