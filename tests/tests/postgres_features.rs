@@ -122,3 +122,59 @@ fn postgres_message_key_columns_key_snapshot_and_stream_events() {
     assert_eq!(payload(&items[0], "key"), json!({"id": 7}));
     assert_eq!(items[0]["key"]["schema"]["name"], "pg.public.items.Key");
 }
+
+/// The schema of field `name` of the `after` struct in a record's value schema.
+fn after_field_schema<'a>(r: &'a Json, name: &str) -> &'a Json {
+    let after = r["value"]["schema"]["fields"].as_array().unwrap().iter().find(|f| f["field"] == "after").unwrap();
+    after["fields"].as_array().unwrap().iter().find(|f| f["field"] == name).unwrap_or_else(|| panic!("no field {name} in {after}"))
+}
+
+#[test]
+fn postgres_column_masking_and_truncation_apply_to_snapshot_and_stream_images() {
+    let pg = Pg::start();
+    pg.sql(
+        "CREATE TABLE people (id int PRIMARY KEY, email text, name varchar(20), note text, blob bytea, code char(2));
+         ALTER TABLE people REPLICA IDENTITY FULL;
+         INSERT INTO people VALUES (1, 'a@x.io', 'alice', 'first note', '\\x0102030405', 'ab'), (2, NULL, NULL, NULL, NULL, NULL);",
+    );
+    let s = start(
+        &pg,
+        "sluice_mask",
+        &[
+            ("column.mask.with.5.chars", "public.people.email"),
+            ("column.truncate.to.3.chars", "public\\.people\\.(note|blob|code)"),
+            ("column.mask.hash.v2.SHA-256.with.salt.pepper", "public.people.name"),
+        ],
+    );
+    s.wait_records("pg.public.people", "the snapshot", |r| r.len() >= 2);
+    pg.sql("INSERT INTO people VALUES (3, 'c@x.io', 'carol', 'third note', '\\x0a0b0c0d', 'cd'); UPDATE people SET note = 'changed note' WHERE id = 1; DELETE FROM people WHERE id = 3;");
+    let records = s.wait_records("pg.public.people", "the streamed changes", |r| r.iter().any(|r| op(r) == "d"));
+    let hash = |v: &str| pg.sql(&format!("SELECT left(encode(sha256(convert_to('pepper' || '{v}', 'UTF8')), 'hex'), 20)"));
+    let (alice, carol) = (hash("alice"), hash("carol"));
+
+    let image = |r: &Json, side: &str| r["value"]["payload"][side].clone();
+    let ops: Vec<&str> = records.iter().map(op).collect();
+    assert_eq!(ops, ["r", "r", "c", "u", "d", "tombstone"]);
+    let alice_after = json!({"id": 1, "email": "*****", "name": alice, "note": "fir", "blob": "AQID", "code": "ab"});
+    assert_eq!(image(&records[0], "after"), alice_after);
+    // Debezium's MaskStrings masks a null too; hashing and truncation keep it null.
+    assert_eq!(image(&records[1], "after"), json!({"id": 2, "email": "*****", "name": null, "note": null, "blob": null, "code": null}));
+    let carol_row = json!({"id": 3, "email": "*****", "name": carol, "note": "thi", "blob": "CgsM", "code": "cd"});
+    assert_eq!(image(&records[2], "after"), carol_row);
+    // Both images of an update and the before image of a delete are mapped as well.
+    assert_eq!(image(&records[3], "before"), alice_after);
+    assert_eq!(image(&records[3], "after"), json!({"id": 1, "email": "*****", "name": alice, "note": "cha", "blob": "AQID", "code": "ab"}));
+    assert_eq!(image(&records[4], "before"), carol_row);
+    // The key is never mapped.
+    assert_eq!(records[4]["key"]["payload"], json!({"id": 3}));
+
+    // Schema parameters as Debezium sets them: masked=true on masked columns,
+    // truncateLength where a value can be longer than the limit (not on char(2)).
+    let r = &records[0];
+    assert_eq!(after_field_schema(r, "email")["parameters"], json!({"masked": "true"}));
+    assert_eq!(after_field_schema(r, "name")["parameters"], json!({"masked": "true"}));
+    assert_eq!(after_field_schema(r, "note")["parameters"], json!({"truncateLength": "3"}));
+    assert_eq!(after_field_schema(r, "blob")["parameters"], json!({"truncateLength": "3"}));
+    assert!(after_field_schema(r, "code").get("parameters").is_none(), "{}", after_field_schema(r, "code"));
+    assert!(after_field_schema(r, "id").get("parameters").is_none());
+}

@@ -123,8 +123,9 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "include.schema.comments",
 ];
 
-/// Prefixes of Debezium's per-column keys (e.g. `column.mask.with.12.chars`).
-pub const UNSUPPORTED_PREFIXES: &[&str] = &["column.mask.", "column.truncate.to.", "column.mask.hash."];
+/// Prefixes of Debezium's keys this version does not implement (none at the moment: the
+/// per-column mappers `column.mask.…`/`column.truncate.to.…` are read by `column.rs`).
+pub const UNSUPPORTED_PREFIXES: &[&str] = &[];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecimalMode {
@@ -223,6 +224,8 @@ pub fn def() -> ConfigDef {
             )
             .default_value(""),
         )
+        .define_prefix(super::column::TRUNCATE_PREFIX)
+        .define_prefix(super::column::MASK_PREFIX)
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -251,7 +254,7 @@ pub struct PostgresConfig {
     pub poll_interval_ms: u64,
     pub heartbeat_interval_ms: u64,
     pub status_update_interval_ms: u64,
-    /// Per-column rules: message keys.
+    /// Per-column rules: message keys and column mappers.
     pub columns: ColumnRules,
 }
 
@@ -343,7 +346,10 @@ impl PostgresConfig {
             poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
-            columns: ColumnRules { key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())? },
+            columns: ColumnRules {
+                key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())?,
+                mappers: ColumnRules::mappers_from(props)?,
+            },
         })
     }
 
@@ -438,8 +444,12 @@ mod tests {
         assert_eq!(c.skipped, vec!['t']);
         let err = PostgresConfig::parse(&props(&[("plugin.name", "decoderbufs")])).unwrap_err().to_string();
         assert!(err.contains("plugin.name") && err.contains("decoderbufs") && err.contains("pgoutput"), "{err}");
-        let err = PostgresConfig::parse(&props(&[("column.mask.with.5.chars", "x.y.z")])).unwrap_err().to_string();
-        assert!(err.contains("column.mask.with.5.chars") && err.contains("not supported yet"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("column.propagate.source.type", "x.y.z")])).unwrap_err().to_string();
+        assert!(err.contains("column.propagate.source.type") && err.contains("not supported yet"), "{err}");
+        let c = PostgresConfig::parse(&props(&[("column.mask.with.5.chars", "x.y.z"), ("message.key.columns", "x.y:z")])).unwrap();
+        assert_eq!(c.columns.mappers.len(), 1);
+        let err = PostgresConfig::parse(&props(&[("column.mask.with.five.chars", "x.y.z")])).unwrap_err().to_string();
+        assert!(err.contains("column.mask.with.five.chars"), "{err}");
         let err = PostgresConfig::parse(&props(&[("database.sslmode", "require")])).unwrap_err().to_string();
         assert!(err.contains("not supported yet"), "{err}");
         assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SchemaType, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
 
 use super::catalog::TableId;
-use super::column::ColumnRules;
+use super::column::{ColumnMapper, ColumnRules, SourceColumn};
 use super::decode::Datum;
 use super::mapping::{self, Modes, PgType};
 
@@ -78,11 +78,15 @@ pub struct Column {
     pub name: String,
     pub ty: PgType,
     pub optional: bool,
+    /// The column mapper (`column.truncate.…`, `column.mask.…`) of this column, if any.
+    pub mapper: Option<ColumnMapper>,
 }
 
 /// One input column (of a Relation message or a snapshot query) and what it maps to.
 pub struct ColumnSpec {
     pub name: String,
+    /// What column mappers need to know of the source type.
+    pub source: SourceColumn,
     /// `None`: not mapped; the column is left out, as Debezium does with unknown types.
     pub ty: Option<PgType>,
     pub not_null: bool,
@@ -121,14 +125,20 @@ impl TableSchema {
                 if let Some(p) = s.pk_position {
                     pk.push((p, i));
                 }
-                Some(Column { name: s.name, ty, optional: !s.not_null && s.pk_position.is_none() })
+                let mapper = rules.mapper_for(&id, &s.name, s.source);
+                Some(Column { name: s.name, ty, optional: !s.not_null && s.pk_position.is_none(), mapper })
             })
             .collect();
         pk.sort_unstable();
         let key: Vec<usize> = custom_key.unwrap_or_else(|| pk.into_iter().map(|(_, i)| i).collect());
         let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
         let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
-        let value_schema = Schema::struct_of(columns.iter().flatten().map(field)).named(format!("{base}.Value")).optional().into_ref();
+        let value_field = |c: &Column| {
+            let schema = mapping::schema(&c.ty, modes, c.optional);
+            (c.name.clone(), c.mapper.as_ref().map_or(schema.clone(), |m| m.alter_schema(schema)).into_ref())
+        };
+        let value_schema =
+            Schema::struct_of(columns.iter().flatten().map(value_field)).named(format!("{base}.Value")).optional().into_ref();
         let key_schema = (!key.is_empty()).then(|| {
             Schema::struct_of(key.iter().map(|i| field(columns[*i].as_ref().expect("key columns are mapped"))))
                 .named(format!("{base}.Key"))
@@ -196,6 +206,13 @@ impl TableSchema {
             }
             None => Value::Null,
         };
+        if self.columns.iter().flatten().any(|c| c.mapper.is_some()) {
+            for (value, col) in values.iter_mut().zip(self.columns.iter().flatten()) {
+                if let Some(m) = &col.mapper {
+                    *value = m.apply(std::mem::replace(value, Value::Null));
+                }
+            }
+        }
         Ok(Row { value: Value::Struct(Struct::from_values(self.value_schema.clone(), values)), key })
     }
 
@@ -316,9 +333,21 @@ mod tests {
     fn names_and_key_follow_debezium() {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let specs = vec![
-            ColumnSpec { name: "name".into(), ty: Some(PgType::Text), not_null: false, pk_position: None },
-            ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
-            ColumnSpec { name: "weird".into(), ty: None, not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "name".into(),
+                ty: Some(PgType::Text),
+                not_null: false,
+                pk_position: None,
+            },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "id".into(),
+                ty: Some(PgType::Int4),
+                not_null: true,
+                pk_position: Some(1),
+            },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "weird".into(), ty: None, not_null: false, pk_position: None },
         ];
         let t = TableSchema::new(
             "srv",
@@ -349,11 +378,23 @@ mod tests {
     fn a_key_only_old_tuple_fills_required_columns_with_fallbacks() {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let specs = vec![
-            ColumnSpec { name: "id".into(), ty: Some(PgType::Int8), not_null: true, pk_position: Some(1) },
-            ColumnSpec { name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
-            ColumnSpec { name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
-            ColumnSpec { name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
-            ColumnSpec { name: "maybe".into(), ty: Some(PgType::Int4), not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "id".into(),
+                ty: Some(PgType::Int8),
+                not_null: true,
+                pk_position: Some(1),
+            },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "maybe".into(),
+                ty: Some(PgType::Int4),
+                not_null: false,
+                pk_position: None,
+            },
         ];
         let t = TableSchema::new(
             "srv",
@@ -383,12 +424,34 @@ mod tests {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let specs = || {
             vec![
-                ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
-                ColumnSpec { name: "region".into(), ty: Some(PgType::Text), not_null: false, pk_position: None },
-                ColumnSpec { name: "customer".into(), ty: Some(PgType::Int8), not_null: true, pk_position: None },
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "id".into(),
+                    ty: Some(PgType::Int4),
+                    not_null: true,
+                    pk_position: Some(1),
+                },
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "region".into(),
+                    ty: Some(PgType::Text),
+                    not_null: false,
+                    pk_position: None,
+                },
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "customer".into(),
+                    ty: Some(PgType::Int8),
+                    not_null: true,
+                    pk_position: None,
+                },
             ]
         };
-        let rules = ColumnRules { key_columns: crate::postgres::column::KeyColumns::parse("public.orders:customer,region").unwrap() };
+        let mask: sluice_api::Props = [("column.mask.with.4.chars".to_owned(), "public.orders.region".to_owned())].into_iter().collect();
+        let rules = ColumnRules {
+            key_columns: crate::postgres::column::KeyColumns::parse("public.orders:customer,region").unwrap(),
+            mappers: ColumnRules::mappers_from(&mask).unwrap(),
+        };
         let id = |table: &str| TableId { schema: "public".into(), table: table.into() };
         let t = TableSchema::new("srv", "db", id("orders"), specs(), modes, &source_schema(), &rules);
         let row = t.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap();
@@ -397,7 +460,11 @@ mod tests {
         let names: Vec<_> = key.schema().fields.iter().map(|f| (f.name.as_str(), f.schema.optional)).collect();
         assert_eq!(names, [("customer", false), ("region", true)], "rule order, the columns' own optionality");
         assert_eq!(key.get("customer"), Some(&Value::Int64(42)));
-        assert_eq!(key.get("region"), Some(&Value::Null));
+        assert_eq!(key.get("region"), Some(&Value::Null), "the key holds the value as read, not masked");
+        let after = row.value.as_struct().unwrap();
+        assert_eq!(after.get("region"), Some(&Value::String("****".into())), "the value is masked (a null too)");
+        assert_eq!(after.schema().field("region").unwrap().schema.parameter("masked"), Some("true"));
+        assert_eq!(key.schema().field("region").unwrap().schema.parameter("masked"), None);
         let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: None, lsn: None, sequence: None };
         let d = t.record('d', row.clone(), Row::NONE, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
         assert_eq!(d.key, row.key, "a delete is keyed by its before image");

@@ -27,6 +27,7 @@ use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourcePartition
 use tokio_postgres::Client;
 
 use super::catalog::{self, TableId, TypeResolver};
+use super::column::SourceColumn;
 use super::config::PostgresConfig;
 use super::decode::{self, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
@@ -240,6 +241,7 @@ impl Stream {
             let ty = ctx.resolver.resolve(ctx.catalog, c.type_oid, c.type_modifier).await?;
             specs.push(ColumnSpec {
                 name: c.name.clone(),
+                source: SourceColumn::of(c.type_oid, c.type_modifier),
                 ty,
                 not_null: m.is_some_and(|m| m.not_null),
                 pk_position: m.and_then(|m| m.pk_position),

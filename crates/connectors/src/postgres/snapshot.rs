@@ -48,7 +48,7 @@ use sluice_api::{ConnectResult, SchemaRef, SourcePartition, SourceRecord};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
-use super::column::ColumnRules;
+use super::column::{ColumnRules, SourceColumn};
 use super::decode::Datum;
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::Modes;
@@ -210,7 +210,13 @@ impl SnapshotReader {
         let mut specs = Vec::with_capacity(cols.len());
         for c in &cols {
             let ty = resolver.resolve(&self.client, c.type_oid, c.type_modifier).await?;
-            specs.push(ColumnSpec { name: c.name.clone(), ty, not_null: c.not_null, pk_position: c.pk_position });
+            specs.push(ColumnSpec {
+                name: c.name.clone(),
+                source: SourceColumn::of(c.type_oid, c.type_modifier),
+                ty,
+                not_null: c.not_null,
+                pk_position: c.pk_position,
+            });
         }
         let mut key: Vec<(usize, usize)> = cols.iter().enumerate().filter_map(|(i, c)| c.pk_position.map(|p| (p, i))).collect();
         key.sort_unstable();
