@@ -178,3 +178,59 @@ fn postgres_column_masking_and_truncation_apply_to_snapshot_and_stream_images() 
     assert!(after_field_schema(r, "code").get("parameters").is_none(), "{}", after_field_schema(r, "code"));
     assert!(after_field_schema(r, "id").get("parameters").is_none());
 }
+
+#[test]
+fn postgres_heartbeat_action_query_runs_on_its_own_session_and_its_errors_fail_the_task_without_secrets() {
+    let pg = Pg::start();
+    pg.sql("CREATE TABLE hb (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()); CREATE TABLE items (id int PRIMARY KEY);");
+    let s = start(
+        &pg,
+        "sluice_hb",
+        &[
+            ("table.include.list", "public.items"),
+            ("heartbeat.interval.ms", "300"),
+            ("heartbeat.action.query", "INSERT INTO hb DEFAULT VALUES"),
+        ],
+    );
+    let slot_at_start = pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'sluice_hb'");
+    let slot_at_start: i64 = slot_at_start.parse().unwrap();
+    eventually(Duration::from_secs(30), "heartbeat rows", || pg.sql("SELECT count(*) FROM hb").parse::<i64>().unwrap() >= 5);
+    // On a session of its own, not the replication or catalog session.
+    let apps = pg.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice-postgres'");
+    assert!(apps.parse::<i64>().unwrap() >= 2, "{apps}");
+    // The heartbeat table's WAL lets the slot advance although no captured table changes.
+    eventually(Duration::from_secs(30), "the slot to advance", || {
+        pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'sluice_hb'")
+            .parse::<i64>()
+            .unwrap()
+            > slot_at_start
+    });
+    assert_eq!(s.worker.get("/connectors/pg/status").1["tasks"][0]["state"], "RUNNING");
+
+    // A failing statement fails the task with a trace that names the key and the server's
+    // message, and never shows the password.
+    let (code, body) = s.worker.put(
+        "/connectors/pg/config",
+        &json!({
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": "127.0.0.1",
+            "database.port": pg.port.to_string(),
+            "database.user": "postgres",
+            "database.password": "hb-s3cret-pw",
+            "database.dbname": "postgres",
+            "topic.prefix": "pg",
+            "slot.name": "sluice_hb",
+            "table.include.list": "public.items",
+            "heartbeat.interval.ms": "300",
+            "heartbeat.action.query": "INSERT INTO no_such_table VALUES (1)",
+        }),
+    );
+    assert!(code == 200 || code == 201, "{code} {body}");
+    let status = s.worker.wait_for("/connectors/pg/status", Duration::from_secs(60), |_, b| b["tasks"][0]["state"] == "FAILED");
+    let trace = status["tasks"][0]["trace"].as_str().unwrap_or_default().to_owned();
+    assert!(trace.contains("heartbeat.action.query") && trace.contains("no_such_table"), "{trace}");
+    assert!(!trace.contains("hb-s3cret-pw"), "{trace}");
+    let (_, config) = s.worker.get("/connectors/pg/status");
+    assert!(!config.to_string().contains("hb-s3cret-pw"));
+    assert!(!s.worker.output().contains("hb-s3cret-pw"), "the password appears in the worker's output");
+}

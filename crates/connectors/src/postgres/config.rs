@@ -32,6 +32,7 @@ pub const MAX_BATCH_SIZE: &str = "max.batch.size";
 pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
 pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
 pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
+pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
 pub use super::column::MESSAGE_KEY_COLUMNS;
 
@@ -74,7 +75,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "field.name.adjustment.mode",
     "sanitize.field.names",
     "provide.transaction.metadata",
-    "heartbeat.action.query",
     "topic.heartbeat.prefix",
     "topic.naming.strategy",
     "topic.delimiter",
@@ -226,6 +226,15 @@ pub fn def() -> ConfigDef {
         )
         .define_prefix(super::column::TRUNCATE_PREFIX)
         .define_prefix(super::column::MASK_PREFIX)
+        .define(
+            ConfigKey::new(
+                HEARTBEAT_ACTION_QUERY,
+                ConfigType::String,
+                Importance::Low,
+                "A statement run on a separate session at each heartbeat (heartbeat.interval.ms > 0), e.g. an insert into a heartbeat table.",
+            )
+            .default_value(""),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -253,6 +262,7 @@ pub struct PostgresConfig {
     pub max_queue_size: usize,
     pub poll_interval_ms: u64,
     pub heartbeat_interval_ms: u64,
+    pub heartbeat_action_query: Option<String>,
     pub status_update_interval_ms: u64,
     /// Per-column rules: message keys and column mappers.
     pub columns: ColumnRules,
@@ -345,6 +355,7 @@ impl PostgresConfig {
             max_queue_size: c.int(MAX_QUEUE_SIZE) as usize,
             poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
+            heartbeat_action_query: c.string(HEARTBEAT_ACTION_QUERY).filter(|q| !q.trim().is_empty()),
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
             columns: ColumnRules {
                 key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())?,

@@ -54,6 +54,7 @@ mod config;
 mod connector;
 mod decode;
 mod envelope;
+mod heartbeat;
 mod mapping;
 mod offset;
 mod replication;

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::{self, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
+use super::heartbeat::HeartbeatAction;
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotState, StoredOffset};
 use super::replication::{self, Handed, Stream, StreamContext};
@@ -51,6 +52,7 @@ struct Running {
     stream: Option<Stream>,
     progress: Progress,
     handed: Handed,
+    heartbeat_action: Option<HeartbeatAction>,
     shutdown: CancellationToken,
 }
 
@@ -176,6 +178,7 @@ impl Running {
             )
         };
         Ok(Self {
+            heartbeat_action: HeartbeatAction::new(&cfg),
             cfg,
             catalog,
             resolver: TypeResolver::default(),
@@ -213,6 +216,9 @@ impl Running {
                 if self.catalog.is_closed() {
                     // The server restarted or the session broke: a new one for catalog look-ups.
                     self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                }
+                if let Some(action) = &mut self.heartbeat_action {
+                    action.maybe_run(&self.cfg).await?;
                 }
                 if self.stream.is_none() {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
