@@ -234,3 +234,70 @@ fn postgres_heartbeat_action_query_runs_on_its_own_session_and_its_errors_fail_t
     assert!(!config.to_string().contains("hb-s3cret-pw"));
     assert!(!s.worker.output().contains("hb-s3cret-pw"), "the password appears in the worker's output");
 }
+
+#[test]
+fn postgres_transaction_metadata_begin_end_and_event_blocks() {
+    let pg = Pg::start();
+    pg.sql("CREATE TABLE a (id int PRIMARY KEY, v int); CREATE TABLE b (id int PRIMARY KEY); CREATE TABLE skipped (id int PRIMARY KEY);");
+    let s = start(&pg, "sluice_tx", &[("provide.transaction.metadata", "true"), ("table.include.list", "public.a,public.b")]);
+    pg.sql("BEGIN; INSERT INTO a VALUES (1, 0); INSERT INTO b VALUES (1); INSERT INTO skipped VALUES (1); INSERT INTO a VALUES (2, 0); COMMIT;");
+    pg.sql("UPDATE a SET v = 1 WHERE id = 2;");
+    let tx = s.wait_records("pg.transaction", "BEGIN and END of both transactions", |r| r.len() >= 4);
+    let a = s.wait_records("pg.public.a", "the changes of a", |r| r.len() >= 3);
+    let b = s.wait_records("pg.public.b", "the change of b", |r| !r.is_empty());
+
+    assert_eq!(tx.len(), 4, "{tx:?}");
+    for r in &tx {
+        assert_eq!(r["key"]["schema"]["name"], "io.debezium.connector.common.TransactionMetadataKey");
+        assert_eq!(r["value"]["schema"]["name"], "io.debezium.connector.common.TransactionMetadataValue");
+        assert_eq!(r["key"]["payload"]["id"], r["value"]["payload"]["id"]);
+    }
+    let v: Vec<Json> = tx.iter().map(|r| payload(r, "value")).collect();
+    let statuses: Vec<&str> = v.iter().map(|v| v["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["BEGIN", "END", "BEGIN", "END"]);
+    let split = |id: &Json| {
+        let (x, l) = id.as_str().unwrap().split_once(':').unwrap();
+        (x.parse::<i64>().unwrap(), l.parse::<i64>().unwrap())
+    };
+
+    // The first transaction: three captured events (the excluded table's insert is not one).
+    let events = [&a[0], &b[0], &a[1]];
+    let txid = events[0]["value"]["payload"]["source"]["txId"].as_i64().unwrap();
+    assert_eq!(split(&v[0]["id"]).0, txid);
+    assert_eq!(v[0]["event_count"], Json::Null);
+    assert_eq!(v[0]["data_collections"], Json::Null);
+    assert_eq!(v[1]["event_count"], 3);
+    assert_eq!(
+        v[1]["data_collections"],
+        json!([{"data_collection": "public.a", "event_count": 2}, {"data_collection": "public.b", "event_count": 1}])
+    );
+    assert_eq!(split(&v[1]["id"]).0, txid);
+    let mut last_lsn = 0;
+    for (i, (e, dc_order)) in events.iter().zip([1, 1, 2]).enumerate() {
+        let p = &e["value"]["payload"];
+        let lsn = p["source"]["lsn"].as_i64().unwrap();
+        assert_eq!(
+            p["transaction"],
+            json!({"id": format!("{txid}:{lsn}"), "total_order": i + 1, "data_collection_order": dc_order}),
+            "{e}"
+        );
+        assert!(lsn > last_lsn);
+        last_lsn = lsn;
+    }
+    assert_eq!(split(&v[0]["id"]).1, a[0]["value"]["payload"]["source"]["lsn"].as_i64().unwrap(), "BEGIN carries the first change's lsn");
+    assert!(split(&v[1]["id"]).1 > last_lsn, "END carries the commit's end lsn");
+    assert!(v[1]["ts_ms"].as_i64().unwrap() > 0);
+
+    // The second transaction: one update.
+    let upd = &a[2]["value"]["payload"];
+    assert_eq!(upd["op"], "u");
+    let txid2 = upd["source"]["txId"].as_i64().unwrap();
+    assert_ne!(txid2, txid);
+    assert_eq!(upd["transaction"]["total_order"], 1);
+    assert_eq!((split(&v[2]["id"]).0, split(&v[3]["id"]).0), (txid2, txid2));
+    assert_eq!(v[3]["event_count"], 1);
+
+    // The envelope schema names the block as Debezium does.
+    let field = a[0]["value"]["schema"]["fields"].as_array().unwrap().iter().find(|f| f["field"] == "transaction").unwrap().clone();
+    assert_eq!((field["name"].clone(), field["optional"].clone(), field["version"].clone()), (json!("event.block"), json!(true), json!(1)));
+}

@@ -3,6 +3,7 @@
 //! implemented yet (a key that changes behaviour is never silently ignored).
 
 use super::column::{ColumnRules, KeyColumns};
+use super::transaction::TransactionTopic;
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -33,6 +34,8 @@ pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
 pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
 pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
 pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
+pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
+pub const TOPIC_TRANSACTION: &str = "topic.transaction";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
 pub use super::column::MESSAGE_KEY_COLUMNS;
 
@@ -74,11 +77,9 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "schema.name.adjustment.mode",
     "field.name.adjustment.mode",
     "sanitize.field.names",
-    "provide.transaction.metadata",
     "topic.heartbeat.prefix",
     "topic.naming.strategy",
     "topic.delimiter",
-    "topic.transaction",
     "slot.stream.params",
     "slot.max.retries",
     "slot.retry.delay.ms",
@@ -235,6 +236,20 @@ pub fn def() -> ConfigDef {
             )
             .default_value(""),
         )
+        .define(
+            ConfigKey::new(
+                PROVIDE_TRANSACTION_METADATA,
+                ConfigType::Boolean,
+                Importance::Low,
+                "Write BEGIN/END records of each transaction to <topic.prefix>.<topic.transaction> and a transaction block into every change event.",
+            )
+            .default_value("false"),
+        )
+        .define(
+            ConfigKey::new(TOPIC_TRANSACTION, ConfigType::String, Importance::Low, "The transaction topic's name after <topic.prefix>.")
+                .default_value("transaction")
+                .validator(Validator::NonEmpty),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -263,6 +278,8 @@ pub struct PostgresConfig {
     pub poll_interval_ms: u64,
     pub heartbeat_interval_ms: u64,
     pub heartbeat_action_query: Option<String>,
+    /// `provide.transaction.metadata`: where BEGIN/END records go.
+    pub transaction_topic: Option<TransactionTopic>,
     pub status_update_interval_ms: u64,
     /// Per-column rules: message keys and column mappers.
     pub columns: ColumnRules,
@@ -356,6 +373,9 @@ impl PostgresConfig {
             poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
             heartbeat_action_query: c.string(HEARTBEAT_ACTION_QUERY).filter(|q| !q.trim().is_empty()),
+            transaction_topic: c.boolean(PROVIDE_TRANSACTION_METADATA).then(|| {
+                TransactionTopic::new(&c.string(TOPIC_PREFIX).unwrap_or_default(), &c.string(TOPIC_TRANSACTION).unwrap_or_default())
+            }),
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
             columns: ColumnRules {
                 key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())?,

@@ -50,18 +50,6 @@ pub fn source_schema() -> SchemaRef {
     .into_ref()
 }
 
-fn transaction_schema() -> SchemaRef {
-    Schema::struct_of([
-        ("id", Schema::string().into_ref()),
-        ("total_order", Schema::int64().into_ref()),
-        ("data_collection_order", Schema::int64().into_ref()),
-    ])
-    .named("event.block")
-    .with_version(1)
-    .optional()
-    .into_ref()
-}
-
 /// The `source` block of one event.
 pub struct SourceInfo {
     pub ts_ms: i64,
@@ -150,7 +138,7 @@ impl TableSchema {
             ("source", source.clone()),
             ("op", Schema::string().into_ref()),
             ("ts_ms", Schema::int64().optional().into_ref()),
-            ("transaction", transaction_schema()),
+            ("transaction", super::transaction::block_schema()),
         ])
         .named(format!("{base}.Envelope"))
         .with_version(1)

@@ -46,7 +46,8 @@
 //! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
 //!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
-//! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
+//! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); no
+//!   TLS; one task.
 
 mod catalog;
 mod column;
@@ -60,6 +61,7 @@ mod offset;
 mod replication;
 mod snapshot;
 mod task;
+mod transaction;
 
 use sluice_api::{ConnectorKind, ConnectorPlugin};
 

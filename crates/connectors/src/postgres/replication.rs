@@ -32,7 +32,8 @@ use super::config::PostgresConfig;
 use super::decode::{self, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::{Modes, SESSION_OPTIONS};
-use super::offset::{change_offset, heartbeat_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::transaction::TxCounts;
 
 /// The replication session settings shared by the export session and the stream.
 pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ReplicationConfig {
@@ -93,6 +94,8 @@ struct Txn {
     ts_usec: i64,
     /// Changes seen so far in this transaction (all of them, filtered or not).
     seq: u64,
+    /// With `provide.transaction.metadata`: the events counted so far.
+    counts: Option<TxCounts>,
 }
 
 /// Where the records handed out so far end: the next session starts here.
@@ -192,10 +195,24 @@ impl Stream {
             };
             match event {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
-                    self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec: commit_time_micros + PG_EPOCH_OFFSET_MICROS, seq: 0 });
+                    let ts_usec = commit_time_micros + PG_EPOCH_OFFSET_MICROS;
+                    // A transaction resent after a restart inside it had its BEGIN durable.
+                    let resent = self.skip.is_some_and(|s| s.commit_lsn == final_lsn);
+                    let counts = ctx.cfg.transaction_topic.as_ref().map(|_| TxCounts::new(xid, ts_usec.div_euclid(1000), !resent));
+                    self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec, seq: 0, counts });
                 }
-                ReplicationEvent::Commit { lsn, .. } => {
+                ReplicationEvent::Commit { lsn, end_lsn, .. } => {
                     self.last_commit_lsn = lsn;
+                    if let (Some(topic), Some(txn)) = (&ctx.cfg.transaction_topic, self.txn.take()) {
+                        let counts = txn.counts.unwrap_or_default();
+                        if counts.begin_pending {
+                            let offset = change_offset(lsn, txn.commit_lsn, i64::from(txn.xid), txn.ts_usec, 0);
+                            out.push(topic.begin(&counts, lsn, ctx.partition, offset));
+                        }
+                        let offset = transaction_end_offset(end_lsn, i64::from(txn.xid), txn.ts_usec);
+                        out.push(topic.end(&counts, end_lsn, ctx.partition, offset));
+                        *handed = Handed { resume: end_lsn, skip: None };
+                    }
                     self.txn = None;
                     if self.skip.is_some_and(|s| s.commit_lsn <= lsn) {
                         self.skip = None;
@@ -277,9 +294,17 @@ impl Stream {
         let txn = self.txn.as_mut().ok_or_else(|| ConnectError::fatal("row change outside a transaction in the replication stream"))?;
         txn.seq += 1;
         let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
-        if self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq) {
+        let durable_already = self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq);
+        if let (Some(topic), Some(counts)) = (&ctx.cfg.transaction_topic, txn.counts.as_mut()) {
+            if counts.begin_pending {
+                counts.begin_pending = false;
+                out.push(topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: 0 }) };
+            }
+        } else if durable_already {
             return Ok(());
         }
+        let first = out.len();
         let info = SourceInfo {
             ts_ms: ts_usec.div_euclid(1000),
             snapshot: "false",
@@ -337,10 +362,27 @@ impl Stream {
             }
             _ => {}
         }
+        if let (Some(topic), Some(counts)) = (&ctx.cfg.transaction_topic, self.txn.as_mut().and_then(|t| t.counts.as_mut())) {
+            // Durable changes of a resent transaction are counted, then dropped.
+            for r in out[first..].iter_mut().filter(|r| !r.value.is_null()) {
+                topic.event(counts, &collection(r), lsn, r);
+            }
+            if durable_already {
+                out.truncate(first);
+                return Ok(());
+            }
+        }
         // Even a change that produced no record is processed: a reconnect skips it too.
         *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };
         Ok(())
     }
+}
+
+/// `schema.table` of a change event, from its `source` block.
+fn collection(r: &SourceRecord) -> String {
+    let source = r.value.as_struct().and_then(|e| e.get("source")).and_then(Value::as_struct);
+    let part = |name| source.and_then(|s| s.get(name)).and_then(Value::as_str).unwrap_or_default();
+    format!("{}.{}", part("schema"), part("table"))
 }
 
 /// Debezium's heartbeat record: topic `__debezium-heartbeat.<prefix>`, key
