@@ -301,3 +301,33 @@ fn postgres_transaction_metadata_begin_end_and_event_blocks() {
     let field = a[0]["value"]["schema"]["fields"].as_array().unwrap().iter().find(|f| f["field"] == "transaction").unwrap().clone();
     assert_eq!((field["name"].clone(), field["optional"].clone(), field["version"].clone()), (json!("event.block"), json!(true), json!(1)));
 }
+
+#[test]
+fn postgres_column_exclude_list_leaves_columns_out_of_both_images_but_not_the_key() {
+    let pg = Pg::start();
+    pg.sql(
+        "CREATE TABLE users (id int PRIMARY KEY, name text, password text, ssn text);
+         ALTER TABLE users REPLICA IDENTITY FULL;
+         INSERT INTO users VALUES (1, 'ann', 'pw1', '111');",
+    );
+    let s = start(&pg, "sluice_cols", &[("column.exclude.list", "public.users.password,.*\\.ssn,public.users.id")]);
+    s.wait_records("pg.public.users", "the snapshot", |r| !r.is_empty());
+    pg.sql("INSERT INTO users VALUES (2, 'bob', 'pw2', '222'); UPDATE users SET name = 'anne', password = 'pw9' WHERE id = 1;");
+    let records = s.wait_records("pg.public.users", "the streamed changes", |r| r.len() >= 3);
+    let images: Vec<(Json, Json)> =
+        records.iter().map(|r| (r["value"]["payload"]["before"].clone(), r["value"]["payload"]["after"].clone())).collect();
+    assert_eq!(
+        images,
+        [(Json::Null, json!({"name": "ann"})), (Json::Null, json!({"name": "bob"})), (json!({"name": "ann"}), json!({"name": "anne"})),]
+    );
+    // The excluded primary key column still keys the records.
+    let keys: Vec<Json> = records.iter().map(|r| payload(r, "key")).collect();
+    assert_eq!(keys, [json!({"id": 1}), json!({"id": 2}), json!({"id": 1})]);
+    let fields: Vec<Json> = after_field_names(&records[0]);
+    assert_eq!(fields, [json!("name")]);
+}
+
+fn after_field_names(r: &Json) -> Vec<Json> {
+    let after = r["value"]["schema"]["fields"].as_array().unwrap().iter().find(|f| f["field"] == "after").unwrap();
+    after["fields"].as_array().unwrap().iter().map(|f| f["field"].clone()).collect()
+}

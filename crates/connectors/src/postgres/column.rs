@@ -9,6 +9,8 @@
 //!   Debezium's order: `column.truncate.to.<N>.chars`, `column.mask.with.<N>.chars`,
 //!   `column.mask.hash.<algorithm>.with.salt.<salt>`, `column.mask.hash.v2.<algorithm>.with.salt.<salt>`.
 //!   Each one's value is a comma-separated list of column regular expressions.
+//! - `column.include.list` / `column.exclude.list`: the columns `before` and `after` hold
+//!   (the message key keeps its columns either way, as in Debezium).
 
 use md5::Md5;
 use regex::{Regex, RegexBuilder};
@@ -35,7 +37,13 @@ pub struct ColumnRules {
     pub key_columns: KeyColumns,
     /// In Debezium's order of precedence (see the module docs).
     pub mappers: Vec<MapperRule>,
+    /// `column.include.list` (empty: every column) and `column.exclude.list`.
+    pub include: Vec<Regex>,
+    pub exclude: Vec<Regex>,
 }
+
+pub const COLUMN_INCLUDE_LIST: &str = "column.include.list";
+pub const COLUMN_EXCLUDE_LIST: &str = "column.exclude.list";
 
 pub const TRUNCATE_PREFIX: &str = "column.truncate.to.";
 pub const MASK_PREFIX: &str = "column.mask.";
@@ -204,6 +212,24 @@ fn java_serialized_string(s: &str) -> Vec<u8> {
 }
 
 impl ColumnRules {
+    /// The column filter of `column.include.list`/`column.exclude.list` (at most one set).
+    pub fn column_filter(include: &[String], exclude: &[String]) -> ConnectResult<(Vec<Regex>, Vec<Regex>)> {
+        if !include.is_empty() && !exclude.is_empty() {
+            return Err(ConnectError::config(COLUMN_EXCLUDE_LIST, "column.include.list and column.exclude.list cannot both be set"));
+        }
+        let compile = |key, list: &[String]| list.iter().map(|p| whole_name_regex(key, p)).collect::<ConnectResult<Vec<_>>>();
+        Ok((compile(COLUMN_INCLUDE_LIST, include)?, compile(COLUMN_EXCLUDE_LIST, exclude)?))
+    }
+
+    /// Whether `before`/`after` hold this column.
+    pub fn includes(&self, table: &TableId, column: &str) -> bool {
+        if self.include.is_empty() && self.exclude.is_empty() {
+            return true;
+        }
+        let full = format!("{}.{}.{column}", table.schema, table.table);
+        (self.include.is_empty() || self.include.iter().any(|r| r.is_match(&full))) && !self.exclude.iter().any(|r| r.is_match(&full))
+    }
+
     /// Reads the mapper keys of `props` (every other key is left alone).
     pub fn mappers_from(props: &Props) -> ConnectResult<Vec<MapperRule>> {
         let mut keys: Vec<(&String, &String)> =
@@ -351,7 +377,7 @@ mod tests {
 
     fn rules(pairs: &[(&str, &str)]) -> ColumnRules {
         let props: Props = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        ColumnRules { key_columns: KeyColumns::default(), mappers: ColumnRules::mappers_from(&props).unwrap() }
+        ColumnRules { mappers: ColumnRules::mappers_from(&props).unwrap(), ..ColumnRules::default() }
     }
 
     const TEXT: SourceColumn = SourceColumn { character: true, length: None };
@@ -440,5 +466,21 @@ mod tests {
         let props: Props = [("column.mask.hash.SHA3-256.with.salt.s".to_owned(), "a.b.c".to_owned())].into_iter().collect();
         let err = ColumnRules::mappers_from(&props).unwrap_err().to_string();
         assert!(err.contains("SHA3-256") && err.contains("not supported"), "{err}");
+    }
+
+    #[test]
+    fn column_filters_match_whole_qualified_names() {
+        let t = TableId { schema: "public".into(), table: "users".into() };
+        let (include, exclude) = ColumnRules::column_filter(&[], &["public\\.users\\.pass.*".into(), ".*\\.ssn".into()]).unwrap();
+        let r = ColumnRules { include, exclude, ..ColumnRules::default() };
+        assert!(r.includes(&t, "id") && r.includes(&t, "xpassword"));
+        assert!(!r.includes(&t, "password") && !r.includes(&t, "SSN"));
+        let (include, exclude) = ColumnRules::column_filter(&["public.users.(id|name)".into()], &[]).unwrap();
+        let r = ColumnRules { include, exclude, ..ColumnRules::default() };
+        assert!(r.includes(&t, "id") && r.includes(&t, "name") && !r.includes(&t, "email"));
+        assert!(!r.includes(&TableId { schema: "public".into(), table: "other".into() }, "id"));
+        assert!(ColumnRules::default().includes(&t, "anything"));
+        let err = ColumnRules::column_filter(&["a.b.c".into()], &["a.b.d".into()]).unwrap_err().to_string();
+        assert!(err.contains(COLUMN_EXCLUDE_LIST), "{err}");
     }
 }

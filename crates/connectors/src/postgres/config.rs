@@ -37,7 +37,7 @@ pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
 pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
 pub const TOPIC_TRANSACTION: &str = "topic.transaction";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
-pub use super::column::MESSAGE_KEY_COLUMNS;
+pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
 
 pub const DEFAULT_PORT: &str = "5432";
 pub const DEFAULT_SSLMODE: &str = "prefer";
@@ -64,8 +64,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "database.tcpKeepAlive",
     "database.initial.statements",
     "database.query.timeout.ms",
-    "column.include.list",
-    "column.exclude.list",
     "column.propagate.source.type",
     "datatype.propagate.source.type",
     "include.unknown.datatypes",
@@ -225,6 +223,8 @@ pub fn def() -> ConfigDef {
             )
             .default_value(""),
         )
+        .define(ConfigKey::new(COLUMN_INCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the columns (schema.table.column) before and after hold.").default_value(""))
+        .define(ConfigKey::new(COLUMN_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the columns (schema.table.column) left out of before and after.").default_value(""))
         .define_prefix(super::column::TRUNCATE_PREFIX)
         .define_prefix(super::column::MASK_PREFIX)
         .define(
@@ -281,7 +281,7 @@ pub struct PostgresConfig {
     /// `provide.transaction.metadata`: where BEGIN/END records go.
     pub transaction_topic: Option<TransactionTopic>,
     pub status_update_interval_ms: u64,
-    /// Per-column rules: message keys and column mappers.
+    /// Per-column rules: message keys, column mappers and the column filter.
     pub columns: ColumnRules,
 }
 
@@ -327,6 +327,7 @@ impl PostgresConfig {
                 }
             }
         }
+        let (include, exclude) = ColumnRules::column_filter(&c.list(COLUMN_INCLUDE_LIST), &c.list(COLUMN_EXCLUDE_LIST))?;
         Ok(Self {
             hostname: c.string(HOSTNAME).unwrap_or_default(),
             port: c.int(PORT) as u16,
@@ -380,6 +381,8 @@ impl PostgresConfig {
             columns: ColumnRules {
                 key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())?,
                 mappers: ColumnRules::mappers_from(props)?,
+                include,
+                exclude,
             },
         })
     }

@@ -68,6 +68,11 @@ pub struct Column {
     pub optional: bool,
     /// The column mapper (`column.truncate.…`, `column.mask.…`) of this column, if any.
     pub mapper: Option<ColumnMapper>,
+    /// Whether `before`/`after` hold it (`column.include.list`/`column.exclude.list`); a
+    /// key column left out of them is still in the key, as in Debezium.
+    pub in_value: bool,
+    /// Its schema, before a mapper's parameters.
+    pub schema: SchemaRef,
 }
 
 /// One input column (of a Relation message or a snapshot query) and what it maps to.
@@ -114,19 +119,22 @@ impl TableSchema {
                     pk.push((p, i));
                 }
                 let mapper = rules.mapper_for(&id, &s.name, s.source);
-                Some(Column { name: s.name, ty, optional: !s.not_null && s.pk_position.is_none(), mapper })
+                let in_value = rules.includes(&id, &s.name);
+                let optional = !s.not_null && s.pk_position.is_none();
+                let schema = mapping::schema(&ty, modes, optional).into_ref();
+                Some(Column { name: s.name, ty, optional, mapper, in_value, schema })
             })
             .collect();
         pk.sort_unstable();
         let key: Vec<usize> = custom_key.unwrap_or_else(|| pk.into_iter().map(|(_, i)| i).collect());
         let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
-        let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
-        let value_field = |c: &Column| {
-            let schema = mapping::schema(&c.ty, modes, c.optional);
-            (c.name.clone(), c.mapper.as_ref().map_or(schema.clone(), |m| m.alter_schema(schema)).into_ref())
-        };
-        let value_schema =
-            Schema::struct_of(columns.iter().flatten().map(value_field)).named(format!("{base}.Value")).optional().into_ref();
+        let field = |c: &Column| (c.name.clone(), c.schema.clone());
+        let value_field =
+            |c: &Column| (c.name.clone(), c.mapper.as_ref().map_or(c.schema.clone(), |m| m.alter_schema((*c.schema).clone()).into_ref()));
+        let value_schema = Schema::struct_of(columns.iter().flatten().filter(|c| c.in_value).map(value_field))
+            .named(format!("{base}.Value"))
+            .optional()
+            .into_ref();
         let key_schema = (!key.is_empty()).then(|| {
             Schema::struct_of(key.iter().map(|i| field(columns[*i].as_ref().expect("key columns are mapped"))))
                 .named(format!("{base}.Key"))
@@ -180,7 +188,7 @@ impl TableSchema {
             values.push(match datum {
                 // A delete's or key change's old tuple under REPLICA IDENTITY DEFAULT holds
                 // only the key: the other required columns get Debezium's fallback value.
-                Datum::Null if !col.optional => fallback(&self.value_schema.fields[values.len()].schema),
+                Datum::Null if !col.optional => fallback(&col.schema),
                 Datum::Null => Value::Null,
                 Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
                 Datum::Text(t) => {
@@ -194,12 +202,16 @@ impl TableSchema {
             }
             None => Value::Null,
         };
-        if self.columns.iter().flatten().any(|c| c.mapper.is_some()) {
-            for (value, col) in values.iter_mut().zip(self.columns.iter().flatten()) {
-                if let Some(m) = &col.mapper {
-                    *value = m.apply(std::mem::replace(value, Value::Null));
-                }
-            }
+        if self.columns.iter().flatten().any(|c| c.mapper.is_some() || !c.in_value) {
+            values = values
+                .into_iter()
+                .zip(self.columns.iter().flatten())
+                .filter(|(_, col)| col.in_value)
+                .map(|(value, col)| match &col.mapper {
+                    Some(m) => m.apply(value),
+                    None => value,
+                })
+                .collect();
         }
         Ok(Row { value: Value::Struct(Struct::from_values(self.value_schema.clone(), values)), key })
     }
@@ -436,9 +448,12 @@ mod tests {
             ]
         };
         let mask: sluice_api::Props = [("column.mask.with.4.chars".to_owned(), "public.orders.region".to_owned())].into_iter().collect();
+        let (include, exclude) = ColumnRules::column_filter(&[], &["public.orders.(region|customer)".into()]).unwrap();
         let rules = ColumnRules {
             key_columns: crate::postgres::column::KeyColumns::parse("public.orders:customer,region").unwrap(),
             mappers: ColumnRules::mappers_from(&mask).unwrap(),
+            include: Vec::new(),
+            exclude: Vec::new(),
         };
         let id = |table: &str| TableId { schema: "public".into(), table: table.into() };
         let t = TableSchema::new("srv", "db", id("orders"), specs(), modes, &source_schema(), &rules);
@@ -456,6 +471,21 @@ mod tests {
         let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: None, lsn: None, sequence: None };
         let d = t.record('d', row.clone(), Row::NONE, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
         assert_eq!(d.key, row.key, "a delete is keyed by its before image");
+        // Columns left out of the images stay in the key.
+        let narrow = TableSchema::new(
+            "srv",
+            "db",
+            id("orders"),
+            specs(),
+            modes,
+            &source_schema(),
+            &ColumnRules { include, exclude, ..rules.clone() },
+        );
+        let row2 = narrow.row(&[Datum::Text("1"), Datum::Text("eu"), Datum::Text("42")]).unwrap();
+        let after = row2.value.as_struct().unwrap();
+        assert_eq!(after.schema().fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id"]);
+        assert_eq!(after.get("id"), Some(&Value::Int32(1)));
+        assert_eq!(row2.key.as_struct().unwrap().get("region"), Some(&Value::String("eu".into())));
         // Another table keeps its primary key.
         let other = TableSchema::new("srv", "db", id("items"), specs(), modes, &source_schema(), &rules);
         let key = other.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap().key;
