@@ -464,8 +464,8 @@ async fn bad_configurations_name_their_cause() {
     assert!(has(&e, "table.include.list", "public.absent") && !has(&e, "table.include.list", "public.present"), "{e:?}");
     let e = errors(&[("plugin.name", "decoderbufs")]).await;
     assert!(has(&e, "plugin.name", "decoderbufs is not supported yet"), "{e:?}");
-    let e = errors(&[("column.exclude.list", "public.present.id")]).await;
-    assert!(has(&e, "column.exclude.list", "not supported yet"), "{e:?}");
+    let e = errors(&[("column.propagate.source.type", "public.present.id")]).await;
+    assert!(has(&e, "column.propagate.source.type", "not supported yet"), "{e:?}");
 
     // The same causes stop a task at start.
     let err = start_task(&pg.props(&[("plugin.name", "decoderbufs")]), None).await.err().unwrap();
