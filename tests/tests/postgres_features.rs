@@ -52,6 +52,10 @@ fn start(pg: &Pg, slot: &str, extra: &[(&str, &str)]) -> Setup {
     let (code, body) = worker.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     worker.wait_running("pg", 1);
+    // Changes written from now on are streamed (the task creates the slot once it runs).
+    eventually(Duration::from_secs(30), "the replication slot", || {
+        pg.sql(&format!("SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'")) == "1"
+    });
     Setup { _dir: dir, data, worker }
 }
 
@@ -192,19 +196,18 @@ fn postgres_heartbeat_action_query_runs_on_its_own_session_and_its_errors_fail_t
             ("heartbeat.action.query", "INSERT INTO hb DEFAULT VALUES"),
         ],
     );
-    let slot_at_start = pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'sluice_hb'");
-    let slot_at_start: i64 = slot_at_start.parse().unwrap();
+    let slot_lsn = || {
+        pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'sluice_hb'").parse::<i64>().ok()
+    };
+    // The task creates the slot once it runs.
+    eventually(Duration::from_secs(30), "the slot", || slot_lsn().is_some());
+    let slot_at_start = slot_lsn().unwrap();
     eventually(Duration::from_secs(30), "heartbeat rows", || pg.sql("SELECT count(*) FROM hb").parse::<i64>().unwrap() >= 5);
     // On a session of its own, not the replication or catalog session.
     let apps = pg.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice-postgres'");
     assert!(apps.parse::<i64>().unwrap() >= 2, "{apps}");
     // The heartbeat table's WAL lets the slot advance although no captured table changes.
-    eventually(Duration::from_secs(30), "the slot to advance", || {
-        pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'sluice_hb'")
-            .parse::<i64>()
-            .unwrap()
-            > slot_at_start
-    });
+    eventually(Duration::from_secs(30), "the slot to advance", || slot_lsn().is_some_and(|l| l > slot_at_start));
     assert_eq!(s.worker.get("/connectors/pg/status").1["tasks"][0]["state"], "RUNNING");
 
     // A failing statement fails the task with a trace that names the key and the server's
