@@ -9,6 +9,9 @@
 //!          (an interrupted snapshot resumes after its last durable key, on a new snapshot)
 //!       ─▶ replication.rs: START_REPLICATION from the slot's consistent point or the stored
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
+//!          + transaction.rs (BEGIN/END records, `transaction` blocks); heartbeat.rs runs
+//!          `heartbeat.action.query` on a session of its own
+//! column.rs: message keys, column mappers and the column filter, for snapshot and stream
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
 //!
