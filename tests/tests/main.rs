@@ -10,6 +10,7 @@ mod kafka;
 mod pg_s3;
 mod pipeline;
 mod postgres;
+mod postgres_features;
 mod rest;
 mod s3;
 mod secrets;

@@ -202,6 +202,9 @@ pub struct ConfigValue {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigDef {
     keys: Vec<ConfigKey>,
+    /// Prefixes of keys whose names carry a parameter (Debezium's `column.mask.with.<N>.chars`):
+    /// known to the connector, which parses and validates them itself.
+    prefixes: Vec<String>,
 }
 
 impl ConfigDef {
@@ -215,10 +218,26 @@ impl ConfigDef {
         self
     }
 
-    /// Adds every key of `other` (its definitions win on a clash).
+    /// Declares that keys starting with `prefix` are the connector's own (it validates them).
+    pub fn define_prefix(mut self, prefix: &str) -> Self {
+        if !self.prefixes.iter().any(|p| p == prefix) {
+            self.prefixes.push(prefix.to_owned());
+        }
+        self
+    }
+
+    /// Whether `name` is a defined key or starts with a declared prefix.
+    pub fn knows(&self, name: &str) -> bool {
+        self.key(name).is_some() || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+
+    /// Adds every key and prefix of `other` (its definitions win on a clash).
     pub fn merge(mut self, other: &ConfigDef) -> Self {
         for k in &other.keys {
             self = self.define(k.clone());
+        }
+        for p in &other.prefixes {
+            self = self.define_prefix(p);
         }
         self
     }

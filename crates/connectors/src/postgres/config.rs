@@ -2,6 +2,8 @@
 //! typed configuration, and the Debezium keys it rejects by name because they are not
 //! implemented yet (a key that changes behaviour is never silently ignored).
 
+use super::column::{ColumnRules, KeyColumns};
+use super::transaction::TransactionTopic;
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -31,7 +33,11 @@ pub const MAX_BATCH_SIZE: &str = "max.batch.size";
 pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
 pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
 pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
+pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
+pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
+pub const TOPIC_TRANSACTION: &str = "topic.transaction";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
+pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
 
 pub const DEFAULT_PORT: &str = "5432";
 pub const DEFAULT_SSLMODE: &str = "prefer";
@@ -58,11 +64,8 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "database.tcpKeepAlive",
     "database.initial.statements",
     "database.query.timeout.ms",
-    "column.include.list",
-    "column.exclude.list",
     "column.propagate.source.type",
     "datatype.propagate.source.type",
-    "message.key.columns",
     "include.unknown.datatypes",
     "hstore.handling.mode",
     "interval.handling.mode",
@@ -72,12 +75,9 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "schema.name.adjustment.mode",
     "field.name.adjustment.mode",
     "sanitize.field.names",
-    "provide.transaction.metadata",
-    "heartbeat.action.query",
     "topic.heartbeat.prefix",
     "topic.naming.strategy",
     "topic.delimiter",
-    "topic.transaction",
     "slot.stream.params",
     "slot.max.retries",
     "slot.retry.delay.ms",
@@ -122,8 +122,9 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "include.schema.comments",
 ];
 
-/// Prefixes of Debezium's per-column keys (e.g. `column.mask.with.12.chars`).
-pub const UNSUPPORTED_PREFIXES: &[&str] = &["column.mask.", "column.truncate.to.", "column.mask.hash."];
+/// Prefixes of Debezium's keys this version does not implement (none at the moment: the
+/// per-column mappers `column.mask.…`/`column.truncate.to.…` are read by `column.rs`).
+pub const UNSUPPORTED_PREFIXES: &[&str] = &[];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecimalMode {
@@ -213,6 +214,42 @@ pub fn def() -> ConfigDef {
         .define(ConfigKey::new(MAX_QUEUE_SIZE, ConfigType::Int, Importance::Medium, "Most replication events buffered between the stream reader and poll.").default_value(DEFAULT_MAX_QUEUE_SIZE).validator(Validator::AtLeast(1)))
         .define(ConfigKey::new(POLL_INTERVAL_MS, ConfigType::Long, Importance::Low, "Longest wait of one poll for new events.").default_value(DEFAULT_POLL_INTERVAL_MS).validator(Validator::AtLeast(1)))
         .define(ConfigKey::new(HEARTBEAT_INTERVAL_MS, ConfigType::Int, Importance::Medium, "Emit a heartbeat record this often while idle so the slot advances (0: off).").default_value("0").validator(Validator::AtLeast(0)))
+        .define(
+            ConfigKey::new(
+                MESSAGE_KEY_COLUMNS,
+                ConfigType::String,
+                Importance::Low,
+                "Custom message keys: <fully-qualified table regex>:<column>,<column>;… (tables not listed keep their primary key).",
+            )
+            .default_value(""),
+        )
+        .define(ConfigKey::new(COLUMN_INCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the columns (schema.table.column) before and after hold.").default_value(""))
+        .define(ConfigKey::new(COLUMN_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the columns (schema.table.column) left out of before and after.").default_value(""))
+        .define_prefix(super::column::TRUNCATE_PREFIX)
+        .define_prefix(super::column::MASK_PREFIX)
+        .define(
+            ConfigKey::new(
+                HEARTBEAT_ACTION_QUERY,
+                ConfigType::String,
+                Importance::Low,
+                "A statement run on a separate session at each heartbeat (heartbeat.interval.ms > 0), e.g. an insert into a heartbeat table.",
+            )
+            .default_value(""),
+        )
+        .define(
+            ConfigKey::new(
+                PROVIDE_TRANSACTION_METADATA,
+                ConfigType::Boolean,
+                Importance::Low,
+                "Write BEGIN/END records of each transaction to <topic.prefix>.<topic.transaction> and a transaction block into every change event.",
+            )
+            .default_value("false"),
+        )
+        .define(
+            ConfigKey::new(TOPIC_TRANSACTION, ConfigType::String, Importance::Low, "The transaction topic's name after <topic.prefix>.")
+                .default_value("transaction")
+                .validator(Validator::NonEmpty),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -240,7 +277,12 @@ pub struct PostgresConfig {
     pub max_queue_size: usize,
     pub poll_interval_ms: u64,
     pub heartbeat_interval_ms: u64,
+    pub heartbeat_action_query: Option<String>,
+    /// `provide.transaction.metadata`: where BEGIN/END records go.
+    pub transaction_topic: Option<TransactionTopic>,
     pub status_update_interval_ms: u64,
+    /// Per-column rules: message keys, column mappers and the column filter.
+    pub columns: ColumnRules,
 }
 
 /// The errors of keys this version rejects, as `(key, message)` pairs.
@@ -285,6 +327,7 @@ impl PostgresConfig {
                 }
             }
         }
+        let (include, exclude) = ColumnRules::column_filter(&c.list(COLUMN_INCLUDE_LIST), &c.list(COLUMN_EXCLUDE_LIST))?;
         Ok(Self {
             hostname: c.string(HOSTNAME).unwrap_or_default(),
             port: c.int(PORT) as u16,
@@ -330,7 +373,17 @@ impl PostgresConfig {
             max_queue_size: c.int(MAX_QUEUE_SIZE) as usize,
             poll_interval_ms: c.int(POLL_INTERVAL_MS) as u64,
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
+            heartbeat_action_query: c.string(HEARTBEAT_ACTION_QUERY).filter(|q| !q.trim().is_empty()),
+            transaction_topic: c.boolean(PROVIDE_TRANSACTION_METADATA).then(|| {
+                TransactionTopic::new(&c.string(TOPIC_PREFIX).unwrap_or_default(), &c.string(TOPIC_TRANSACTION).unwrap_or_default())
+            }),
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
+            columns: ColumnRules {
+                key_columns: KeyColumns::parse(&c.string(MESSAGE_KEY_COLUMNS).unwrap_or_default())?,
+                mappers: ColumnRules::mappers_from(props)?,
+                include,
+                exclude,
+            },
         })
     }
 
@@ -425,8 +478,12 @@ mod tests {
         assert_eq!(c.skipped, vec!['t']);
         let err = PostgresConfig::parse(&props(&[("plugin.name", "decoderbufs")])).unwrap_err().to_string();
         assert!(err.contains("plugin.name") && err.contains("decoderbufs") && err.contains("pgoutput"), "{err}");
-        let err = PostgresConfig::parse(&props(&[("column.mask.with.5.chars", "x.y.z")])).unwrap_err().to_string();
-        assert!(err.contains("column.mask.with.5.chars") && err.contains("not supported yet"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("column.propagate.source.type", "x.y.z")])).unwrap_err().to_string();
+        assert!(err.contains("column.propagate.source.type") && err.contains("not supported yet"), "{err}");
+        let c = PostgresConfig::parse(&props(&[("column.mask.with.5.chars", "x.y.z"), ("message.key.columns", "x.y:z")])).unwrap();
+        assert_eq!(c.columns.mappers.len(), 1);
+        let err = PostgresConfig::parse(&props(&[("column.mask.with.five.chars", "x.y.z")])).unwrap_err().to_string();
+        assert!(err.contains("column.mask.with.five.chars"), "{err}");
         let err = PostgresConfig::parse(&props(&[("database.sslmode", "require")])).unwrap_err().to_string();
         assert!(err.contains("not supported yet"), "{err}");
         assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SchemaType, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
 
 use super::catalog::TableId;
+use super::column::{ColumnMapper, ColumnRules, SourceColumn};
 use super::decode::Datum;
 use super::mapping::{self, Modes, PgType};
 
@@ -49,18 +50,6 @@ pub fn source_schema() -> SchemaRef {
     .into_ref()
 }
 
-fn transaction_schema() -> SchemaRef {
-    Schema::struct_of([
-        ("id", Schema::string().into_ref()),
-        ("total_order", Schema::int64().into_ref()),
-        ("data_collection_order", Schema::int64().into_ref()),
-    ])
-    .named("event.block")
-    .with_version(1)
-    .optional()
-    .into_ref()
-}
-
 /// The `source` block of one event.
 pub struct SourceInfo {
     pub ts_ms: i64,
@@ -77,11 +66,20 @@ pub struct Column {
     pub name: String,
     pub ty: PgType,
     pub optional: bool,
+    /// The column mapper (`column.truncate.…`, `column.mask.…`) of this column, if any.
+    pub mapper: Option<ColumnMapper>,
+    /// Whether `before`/`after` hold it (`column.include.list`/`column.exclude.list`); a
+    /// key column left out of them is still in the key, as in Debezium.
+    pub in_value: bool,
+    /// Its schema, before a mapper's parameters.
+    pub schema: SchemaRef,
 }
 
 /// One input column (of a Relation message or a snapshot query) and what it maps to.
 pub struct ColumnSpec {
     pub name: String,
+    /// What column mappers need to know of the source type.
+    pub source: SourceColumn,
     /// `None`: not mapped; the column is left out, as Debezium does with unknown types.
     pub ty: Option<PgType>,
     pub not_null: bool,
@@ -106,8 +104,11 @@ pub struct TableSchema {
 }
 
 impl TableSchema {
-    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef) -> Self {
+    /// `rules` decide the message key: the columns `message.key.columns` names for this
+    /// table, else its primary key.
+    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef, rules: &ColumnRules) -> Self {
         let base = format!("{prefix}.{}.{}", id.schema, id.table);
+        let custom_key = rules.key_columns.for_table(&id, specs.iter().map(|s| s.ty.as_ref().map(|_| s.name.as_str())));
         let mut pk: Vec<(usize, usize)> = Vec::new();
         let columns: Vec<Option<Column>> = specs
             .into_iter()
@@ -117,14 +118,23 @@ impl TableSchema {
                 if let Some(p) = s.pk_position {
                     pk.push((p, i));
                 }
-                Some(Column { name: s.name, ty, optional: !s.not_null && s.pk_position.is_none() })
+                let mapper = rules.mapper_for(&id, &s.name, s.source);
+                let in_value = rules.includes(&id, &s.name);
+                let optional = !s.not_null && s.pk_position.is_none();
+                let schema = mapping::schema(&ty, modes, optional).into_ref();
+                Some(Column { name: s.name, ty, optional, mapper, in_value, schema })
             })
             .collect();
         pk.sort_unstable();
-        let key: Vec<usize> = pk.into_iter().map(|(_, i)| i).collect();
+        let key: Vec<usize> = custom_key.unwrap_or_else(|| pk.into_iter().map(|(_, i)| i).collect());
         let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
-        let field = |c: &Column| (c.name.clone(), mapping::schema(&c.ty, modes, c.optional).into_ref());
-        let value_schema = Schema::struct_of(columns.iter().flatten().map(field)).named(format!("{base}.Value")).optional().into_ref();
+        let field = |c: &Column| (c.name.clone(), c.schema.clone());
+        let value_field =
+            |c: &Column| (c.name.clone(), c.mapper.as_ref().map_or(c.schema.clone(), |m| m.alter_schema((*c.schema).clone()).into_ref()));
+        let value_schema = Schema::struct_of(columns.iter().flatten().filter(|c| c.in_value).map(value_field))
+            .named(format!("{base}.Value"))
+            .optional()
+            .into_ref();
         let key_schema = (!key.is_empty()).then(|| {
             Schema::struct_of(key.iter().map(|i| field(columns[*i].as_ref().expect("key columns are mapped"))))
                 .named(format!("{base}.Key"))
@@ -136,7 +146,7 @@ impl TableSchema {
             ("source", source.clone()),
             ("op", Schema::string().into_ref()),
             ("ts_ms", Schema::int64().optional().into_ref()),
-            ("transaction", transaction_schema()),
+            ("transaction", super::transaction::block_schema()),
         ])
         .named(format!("{base}.Envelope"))
         .with_version(1)
@@ -162,8 +172,8 @@ impl TableSchema {
         self.key_schema.is_some()
     }
 
-    /// The row struct of a tuple.
-    pub fn row(&self, datums: &[Datum]) -> ConnectResult<Value> {
+    /// The row struct of a tuple and its message key.
+    pub fn row(&self, datums: &[Datum]) -> ConnectResult<Row> {
         if datums.len() != self.columns.len() {
             return Err(ConnectError::fatal(format!(
                 "{}: tuple has {} columns, the table schema {}; restart the connector to reload it",
@@ -178,23 +188,34 @@ impl TableSchema {
             values.push(match datum {
                 // A delete's or key change's old tuple under REPLICA IDENTITY DEFAULT holds
                 // only the key: the other required columns get Debezium's fallback value.
-                Datum::Null if !col.optional => fallback(&self.value_schema.fields[values.len()].schema),
+                Datum::Null if !col.optional => fallback(&col.schema),
                 Datum::Null => Value::Null,
                 Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
                 Datum::Text(t) => {
                     let v = mapping::value(&col.ty, self.modes, t)
                         .map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?;
-                    with_field_schema(v, &self.value_schema.fields[values.len()].schema)
+                    with_field_schema(v, &col.schema)
                 }
             });
         }
-        Ok(Value::Struct(Struct::from_values(self.value_schema.clone(), values)))
-    }
-
-    pub fn key_of(&self, row: &Value) -> Value {
-        let (Some(schema), Some(row)) = (&self.key_schema, row.as_struct()) else { return Value::Null };
-        let values = self.key_fields.iter().map(|i| row.values().get(*i).cloned().unwrap_or(Value::Null)).collect();
-        Value::Struct(Struct::from_values(schema.clone(), values))
+        let key = match &self.key_schema {
+            Some(schema) => {
+                Value::Struct(Struct::from_values(schema.clone(), self.key_fields.iter().map(|i| values[*i].clone()).collect()))
+            }
+            None => Value::Null,
+        };
+        if self.columns.iter().flatten().any(|c| c.mapper.is_some() || !c.in_value) {
+            values = values
+                .into_iter()
+                .zip(self.columns.iter().flatten())
+                .filter(|(_, col)| col.in_value)
+                .map(|(value, col)| match &col.mapper {
+                    Some(m) => m.apply(value),
+                    None => value,
+                })
+                .collect();
+        }
+        Ok(Row { value: Value::Struct(Struct::from_values(self.value_schema.clone(), values)), key })
     }
 
     fn source(&self, info: &SourceInfo, source_schema: &SchemaRef) -> Value {
@@ -213,17 +234,24 @@ impl TableSchema {
     pub fn record(
         &self,
         op: char,
-        before: Value,
-        after: Value,
+        before: Row,
+        after: Row,
         info: &SourceInfo,
         source_schema: &SchemaRef,
         partition: &SourcePartition,
         offset: SourceOffset,
     ) -> SourceRecord {
-        let key = self.key_of(if after.is_null() { &before } else { &after });
+        let key = if after.value.is_null() { before.key } else { after.key };
         let envelope = Struct::from_values(
             self.envelope_schema.clone(),
-            vec![before, after, self.source(info, source_schema), Value::String(op.to_string()), Value::Int64(now_ms()), Value::Null],
+            vec![
+                before.value,
+                after.value,
+                self.source(info, source_schema),
+                Value::String(op.to_string()),
+                Value::Int64(now_ms()),
+                Value::Null,
+            ],
         );
         SourceRecord {
             source_partition: partition.clone(),
@@ -250,7 +278,7 @@ impl TableSchema {
         partition: &SourcePartition,
         offset: SourceOffset,
     ) -> SourceRecord {
-        let mut r = self.record('t', Value::Null, Value::Null, info, source_schema, partition, offset);
+        let mut r = self.record('t', Row::NONE, Row::NONE, info, source_schema, partition, offset);
         r.key = Value::Null;
         r.key_schema = None;
         r
@@ -258,6 +286,19 @@ impl TableSchema {
 }
 
 pub type SharedTable = Arc<TableSchema>;
+
+/// One side (`before` or `after`) of a change: the row struct and the message key taken
+/// from the row's values as read (before any column mapper).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub value: Value,
+    pub key: Value,
+}
+
+impl Row {
+    /// The side a change does not have (`before` of an insert, `after` of a delete).
+    pub const NONE: Row = Row { value: Value::Null, key: Value::Null };
+}
 
 /// The value Debezium puts in a required field that has no value (its schema default, else
 /// zero, false, empty).
@@ -309,15 +350,35 @@ mod tests {
     fn names_and_key_follow_debezium() {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let specs = vec![
-            ColumnSpec { name: "name".into(), ty: Some(PgType::Text), not_null: false, pk_position: None },
-            ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
-            ColumnSpec { name: "weird".into(), ty: None, not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "name".into(),
+                ty: Some(PgType::Text),
+                not_null: false,
+                pk_position: None,
+            },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "id".into(),
+                ty: Some(PgType::Int4),
+                not_null: true,
+                pk_position: Some(1),
+            },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "weird".into(), ty: None, not_null: false, pk_position: None },
         ];
-        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let t = TableSchema::new(
+            "srv",
+            "db",
+            TableId { schema: "public".into(), table: "t".into() },
+            specs,
+            modes,
+            &source_schema(),
+            &ColumnRules::default(),
+        );
         assert_eq!(t.topic, "srv.public.t");
         let row = t.row(&[Datum::Text("x"), Datum::Text("5"), Datum::Text("?")]).unwrap();
         let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: Some(9), lsn: Some(10), sequence: None };
-        let r = t.record('c', Value::Null, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
+        let r = t.record('c', Row::NONE, row, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
         assert_eq!(r.key_schema.as_ref().unwrap().name.as_deref(), Some("srv.public.t.Key"));
         assert_eq!(r.key.as_struct().unwrap().get("id"), Some(&Value::Int32(5)));
         let env = r.value.as_struct().unwrap();
@@ -334,16 +395,36 @@ mod tests {
     fn a_key_only_old_tuple_fills_required_columns_with_fallbacks() {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let specs = vec![
-            ColumnSpec { name: "id".into(), ty: Some(PgType::Int8), not_null: true, pk_position: Some(1) },
-            ColumnSpec { name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
-            ColumnSpec { name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
-            ColumnSpec { name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
-            ColumnSpec { name: "maybe".into(), ty: Some(PgType::Int4), not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "id".into(),
+                ty: Some(PgType::Int8),
+                not_null: true,
+                pk_position: Some(1),
+            },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
+            ColumnSpec { source: SourceColumn::of(25, -1), name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "maybe".into(),
+                ty: Some(PgType::Int4),
+                not_null: false,
+                pk_position: None,
+            },
         ];
-        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let t = TableSchema::new(
+            "srv",
+            "db",
+            TableId { schema: "public".into(), table: "t".into() },
+            specs,
+            modes,
+            &source_schema(),
+            &ColumnRules::default(),
+        );
         // What pgoutput sends as a delete's old key under REPLICA IDENTITY DEFAULT.
         let before = t.row(&[Datum::Text("7"), Datum::Null, Datum::Null, Datum::Null, Datum::Null]).unwrap();
-        let before = before.as_struct().unwrap();
+        let before = before.value.as_struct().unwrap();
         assert_eq!(before.get("id"), Some(&Value::Int64(7)));
         assert_eq!(before.get("v"), Some(&Value::Int32(0)));
         assert_eq!(before.get("note"), Some(&Value::String(String::new())));
@@ -360,13 +441,39 @@ mod tests {
         let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
         let unconstrained = PgType::Numeric { precision: None, scale: None };
         let specs = vec![
-            ColumnSpec { name: "id".into(), ty: Some(PgType::Int4), not_null: true, pk_position: Some(1) },
-            ColumnSpec { name: "amount".into(), ty: Some(unconstrained.clone()), not_null: false, pk_position: None },
-            ColumnSpec { name: "amounts".into(), ty: Some(PgType::Array(Box::new(unconstrained))), not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(1700, -1),
+                name: "id".into(),
+                ty: Some(PgType::Int4),
+                not_null: true,
+                pk_position: Some(1),
+            },
+            ColumnSpec {
+                source: SourceColumn::of(1700, -1),
+                name: "amount".into(),
+                ty: Some(unconstrained.clone()),
+                not_null: false,
+                pk_position: None,
+            },
+            ColumnSpec {
+                source: SourceColumn::of(1700, -1),
+                name: "amounts".into(),
+                ty: Some(PgType::Array(Box::new(unconstrained))),
+                not_null: false,
+                pk_position: None,
+            },
         ];
-        let t = TableSchema::new("srv", "db", TableId { schema: "public".into(), table: "t".into() }, specs, modes, &source_schema());
+        let t = TableSchema::new(
+            "srv",
+            "db",
+            TableId { schema: "public".into(), table: "t".into() },
+            specs,
+            modes,
+            &source_schema(),
+            &ColumnRules::default(),
+        );
         let row = t.row(&[Datum::Text("1"), Datum::Text("1.50"), Datum::Text("{2.5,NULL}")]).unwrap();
-        let row = row.as_struct().unwrap();
+        let row = row.value.as_struct().unwrap();
         let field = |name: &str| row.schema().fields.iter().find(|f| f.name == name).unwrap().schema.clone();
         let Some(Value::Struct(amount)) = row.get("amount") else { panic!("{row:?}") };
         assert!(field("amount").optional);
@@ -376,5 +483,78 @@ mod tests {
         let Value::Struct(first) = &items[0] else { panic!("{items:?}") };
         assert_eq!(Some(first.schema()), field("amounts").value_schema.as_ref());
         assert_eq!(items[1], Value::Null);
+    }
+
+    #[test]
+    fn message_key_columns_replace_the_primary_key() {
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let specs = || {
+            vec![
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "id".into(),
+                    ty: Some(PgType::Int4),
+                    not_null: true,
+                    pk_position: Some(1),
+                },
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "region".into(),
+                    ty: Some(PgType::Text),
+                    not_null: false,
+                    pk_position: None,
+                },
+                ColumnSpec {
+                    source: SourceColumn::of(25, -1),
+                    name: "customer".into(),
+                    ty: Some(PgType::Int8),
+                    not_null: true,
+                    pk_position: None,
+                },
+            ]
+        };
+        let mask: sluice_api::Props = [("column.mask.with.4.chars".to_owned(), "public.orders.region".to_owned())].into_iter().collect();
+        let (include, exclude) = ColumnRules::column_filter(&[], &["public.orders.(region|customer)".into()]).unwrap();
+        let rules = ColumnRules {
+            key_columns: crate::postgres::column::KeyColumns::parse("public.orders:customer,region").unwrap(),
+            mappers: ColumnRules::mappers_from(&mask).unwrap(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+        };
+        let id = |table: &str| TableId { schema: "public".into(), table: table.into() };
+        let t = TableSchema::new("srv", "db", id("orders"), specs(), modes, &source_schema(), &rules);
+        let row = t.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap();
+        let key = row.key.as_struct().unwrap();
+        assert_eq!(key.schema().name.as_deref(), Some("srv.public.orders.Key"));
+        let names: Vec<_> = key.schema().fields.iter().map(|f| (f.name.as_str(), f.schema.optional)).collect();
+        assert_eq!(names, [("customer", false), ("region", true)], "rule order, the columns' own optionality");
+        assert_eq!(key.get("customer"), Some(&Value::Int64(42)));
+        assert_eq!(key.get("region"), Some(&Value::Null), "the key holds the value as read, not masked");
+        let after = row.value.as_struct().unwrap();
+        assert_eq!(after.get("region"), Some(&Value::String("****".into())), "the value is masked (a null too)");
+        assert_eq!(after.schema().field("region").unwrap().schema.parameter("masked"), Some("true"));
+        assert_eq!(key.schema().field("region").unwrap().schema.parameter("masked"), None);
+        let info = SourceInfo { ts_ms: 1, snapshot: "false", tx_id: None, lsn: None, sequence: None };
+        let d = t.record('d', row.clone(), Row::NONE, &info, &source_schema(), &SourcePartition::new(), SourceOffset::new());
+        assert_eq!(d.key, row.key, "a delete is keyed by its before image");
+        // Columns left out of the images stay in the key.
+        let narrow = TableSchema::new(
+            "srv",
+            "db",
+            id("orders"),
+            specs(),
+            modes,
+            &source_schema(),
+            &ColumnRules { include, exclude, ..rules.clone() },
+        );
+        let row2 = narrow.row(&[Datum::Text("1"), Datum::Text("eu"), Datum::Text("42")]).unwrap();
+        let after = row2.value.as_struct().unwrap();
+        assert_eq!(after.schema().fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id"]);
+        assert_eq!(after.get("id"), Some(&Value::Int32(1)));
+        assert_eq!(row2.key.as_struct().unwrap().get("region"), Some(&Value::String("eu".into())));
+        // Another table keeps its primary key.
+        let other = TableSchema::new("srv", "db", id("items"), specs(), modes, &source_schema(), &rules);
+        let key = other.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap().key;
+        assert_eq!(key.as_struct().unwrap().schema().fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id"]);
     }
 }

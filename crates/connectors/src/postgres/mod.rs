@@ -9,6 +9,9 @@
 //!          (an interrupted snapshot resumes after its last durable key, on a new snapshot)
 //!       ─▶ replication.rs: START_REPLICATION from the slot's consistent point or the stored
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
+//!          + transaction.rs (BEGIN/END records, `transaction` blocks); heartbeat.rs runs
+//!          `heartbeat.action.query` on a session of its own
+//! column.rs: message keys, column mappers and the column filter, for snapshot and stream
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
 //!
@@ -46,18 +49,22 @@
 //! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
 //!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
-//! - `transaction` is always null (no `provide.transaction.metadata`); no TLS; one task.
+//! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); no
+//!   TLS; one task.
 
 mod catalog;
+mod column;
 mod config;
 mod connector;
 mod decode;
 mod envelope;
+mod heartbeat;
 mod mapping;
 mod offset;
 mod replication;
 mod snapshot;
 mod task;
+mod transaction;
 
 use sluice_api::{ConnectorKind, ConnectorPlugin};
 

@@ -7,6 +7,8 @@
 //! | snapshot row   | `lsn` (consistent point), `txId`, `ts_usec`, `snapshot: true`, `last_snapshot_record`, `snapshot_table`, `snapshot_key` |
 //! | change         | `lsn` (of the change), `lsn_proc` (= `lsn`), `lsn_commit` (commit LSN of its transaction), `txId`, `ts_usec`, `txn_seq` |
 //! | heartbeat      | `lsn` (server WAL position acknowledged by a keepalive), `ts_usec`    |
+//! | transaction BEGIN | as a change, with `txn_seq: 0` (`provide.transaction.metadata`)   |
+//! | transaction END   | `lsn` (end of the commit record), `txId`, `ts_usec`               |
 //!
 //! `snapshot_table` (`[schema, table]`) and `snapshot_key` (the text form of the record's
 //! primary key columns, in key order; `null` for a table without one) are not in
@@ -166,6 +168,15 @@ pub fn change_offset(lsn: Lsn, commit_lsn: Lsn, tx_id: i64, ts_usec: i64, txn_se
     o.insert("txId".into(), json!(tx_id));
     o.insert("ts_usec".into(), json!(ts_usec));
     o.insert("txn_seq".into(), json!(txn_seq));
+    o
+}
+
+/// The offset of a transaction's END record: streaming resumes after the commit.
+pub fn transaction_end_offset(end_lsn: Lsn, tx_id: i64, ts_usec: i64) -> SourceOffset {
+    let mut o = SourceOffset::with_capacity(3);
+    o.insert("lsn".into(), json!(end_lsn.0));
+    o.insert("txId".into(), json!(tx_id));
+    o.insert("ts_usec".into(), json!(ts_usec));
     o
 }
 

@@ -27,11 +27,13 @@ use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourcePartition
 use tokio_postgres::Client;
 
 use super::catalog::{self, TableId, TypeResolver};
+use super::column::SourceColumn;
 use super::config::PostgresConfig;
 use super::decode::{self, Message, OldTuple, Relation};
-use super::envelope::{now_ms, ColumnSpec, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::{Modes, SESSION_OPTIONS};
-use super::offset::{change_offset, heartbeat_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::transaction::TxCounts;
 
 /// The replication session settings shared by the export session and the stream.
 pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ReplicationConfig {
@@ -92,6 +94,8 @@ struct Txn {
     ts_usec: i64,
     /// Changes seen so far in this transaction (all of them, filtered or not).
     seq: u64,
+    /// With `provide.transaction.metadata`: the events counted so far.
+    counts: Option<TxCounts>,
 }
 
 /// Where the records handed out so far end: the next session starts here.
@@ -191,10 +195,24 @@ impl Stream {
             };
             match event {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
-                    self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec: commit_time_micros + PG_EPOCH_OFFSET_MICROS, seq: 0 });
+                    let ts_usec = commit_time_micros + PG_EPOCH_OFFSET_MICROS;
+                    // A transaction resent after a restart inside it had its BEGIN durable.
+                    let resent = self.skip.is_some_and(|s| s.commit_lsn == final_lsn);
+                    let counts = ctx.cfg.transaction_topic.as_ref().map(|_| TxCounts::new(xid, ts_usec.div_euclid(1000), !resent));
+                    self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec, seq: 0, counts });
                 }
-                ReplicationEvent::Commit { lsn, .. } => {
+                ReplicationEvent::Commit { lsn, end_lsn, .. } => {
                     self.last_commit_lsn = lsn;
+                    if let (Some(topic), Some(txn)) = (&ctx.cfg.transaction_topic, self.txn.take()) {
+                        let counts = txn.counts.unwrap_or_default();
+                        if counts.begin_pending {
+                            let offset = change_offset(lsn, txn.commit_lsn, i64::from(txn.xid), txn.ts_usec, 0);
+                            out.push(topic.begin(&counts, lsn, ctx.partition, offset));
+                        }
+                        let offset = transaction_end_offset(end_lsn, i64::from(txn.xid), txn.ts_usec);
+                        out.push(topic.end(&counts, end_lsn, ctx.partition, offset));
+                        *handed = Handed { resume: end_lsn, skip: None };
+                    }
                     self.txn = None;
                     if self.skip.is_some_and(|s| s.commit_lsn <= lsn) {
                         self.skip = None;
@@ -240,12 +258,13 @@ impl Stream {
             let ty = ctx.resolver.resolve(ctx.catalog, c.type_oid, c.type_modifier).await?;
             specs.push(ColumnSpec {
                 name: c.name.clone(),
+                source: SourceColumn::of(c.type_oid, c.type_modifier),
                 ty,
                 not_null: m.is_some_and(|m| m.not_null),
                 pk_position: m.and_then(|m| m.pk_position),
             });
         }
-        let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema);
+        let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema, &ctx.cfg.columns);
         tracing::debug!(table = %table.id, oid = rel.oid, "relation (re)described");
         self.relations.insert(rel.oid, Some(Arc::new(table)));
         Ok(())
@@ -275,9 +294,17 @@ impl Stream {
         let txn = self.txn.as_mut().ok_or_else(|| ConnectError::fatal("row change outside a transaction in the replication stream"))?;
         txn.seq += 1;
         let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
-        if self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq) {
+        let durable_already = self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq);
+        if let (Some(topic), Some(counts)) = (&ctx.cfg.transaction_topic, txn.counts.as_mut()) {
+            if counts.begin_pending {
+                counts.begin_pending = false;
+                out.push(topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: 0 }) };
+            }
+        } else if durable_already {
             return Ok(());
         }
+        let first = out.len();
         let info = SourceInfo {
             ts_ms: ts_usec.div_euclid(1000),
             snapshot: "false",
@@ -291,7 +318,7 @@ impl Stream {
             Message::Insert { relation, new } => {
                 let Some(t) = self.table(relation)? else { return Ok(()) };
                 if !skipped('c') {
-                    out.push(t.record('c', Value::Null, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
+                    out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
                 }
             }
             Message::Update { relation, old, new } => {
@@ -299,20 +326,19 @@ impl Stream {
                 let after = t.row(&new)?;
                 let before = match &old {
                     Some(o) => t.row(o.datums())?,
-                    None => Value::Null,
+                    None => Row::NONE,
                 };
-                let key_changed =
-                    t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && t.key_of(&before) != t.key_of(&after);
+                let key_changed = t.has_key() && matches!(old, Some(OldTuple::Key(_)) | Some(OldTuple::Full(_))) && before.key != after.key;
                 if key_changed {
                     // A primary key change is a delete of the old key and a create of the new one.
                     if !skipped('d') {
-                        let d = t.record('d', before, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                        let d = t.record('d', before, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
                         let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                         out.push(d);
                         out.extend(tomb);
                     }
                     if !skipped('c') {
-                        out.push(t.record('c', Value::Null, after, &info, ctx.source_schema, ctx.partition, offset()));
+                        out.push(t.record('c', Row::NONE, after, &info, ctx.source_schema, ctx.partition, offset()));
                     }
                 } else if !skipped('u') {
                     out.push(t.record('u', before, after, &info, ctx.source_schema, ctx.partition, offset()));
@@ -321,7 +347,7 @@ impl Stream {
             Message::Delete { relation, old } => {
                 let Some(t) = self.table(relation)? else { return Ok(()) };
                 if !skipped('d') {
-                    let d = t.record('d', t.row(old.datums())?, Value::Null, &info, ctx.source_schema, ctx.partition, offset());
+                    let d = t.record('d', t.row(old.datums())?, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
                     let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                     out.push(d);
                     out.extend(tomb);
@@ -336,10 +362,27 @@ impl Stream {
             }
             _ => {}
         }
+        if let (Some(topic), Some(counts)) = (&ctx.cfg.transaction_topic, self.txn.as_mut().and_then(|t| t.counts.as_mut())) {
+            // Durable changes of a resent transaction are counted, then dropped.
+            for r in out[first..].iter_mut().filter(|r| !r.value.is_null()) {
+                topic.event(counts, &collection(r), lsn, r);
+            }
+            if durable_already {
+                out.truncate(first);
+                return Ok(());
+            }
+        }
         // Even a change that produced no record is processed: a reconnect skips it too.
         *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };
         Ok(())
     }
+}
+
+/// `schema.table` of a change event, from its `source` block.
+fn collection(r: &SourceRecord) -> String {
+    let source = r.value.as_struct().and_then(|e| e.get("source")).and_then(Value::as_struct);
+    let part = |name| source.and_then(|s| s.get(name)).and_then(Value::as_str).unwrap_or_default();
+    format!("{}.{}", part("schema"), part("table"))
 }
 
 /// Debezium's heartbeat record: topic `__debezium-heartbeat.<prefix>`, key

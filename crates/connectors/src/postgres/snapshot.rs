@@ -44,12 +44,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use pgwire_replication::Lsn;
-use sluice_api::{ConnectResult, SchemaRef, SourcePartition, SourceRecord, Value};
+use sluice_api::{ConnectResult, SchemaRef, SourcePartition, SourceRecord};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
+use super::column::{ColumnRules, SourceColumn};
 use super::decode::Datum;
-use super::envelope::{now_ms, ColumnSpec, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::Modes;
 use super::offset::{snapshot_offset, SnapshotPosition};
 
@@ -72,6 +73,7 @@ pub struct SnapshotReader {
     modes: Modes,
     source_schema: SchemaRef,
     partition: SourcePartition,
+    rules: Arc<ColumnRules>,
 }
 
 struct Current {
@@ -83,7 +85,7 @@ struct Current {
 
 struct Held {
     table: SharedTable,
-    row: Value,
+    row: Row,
     key: Option<Vec<String>>,
 }
 
@@ -94,6 +96,7 @@ pub struct SnapshotSettings {
     pub fetch_size: usize,
     pub source_schema: SchemaRef,
     pub partition: SourcePartition,
+    pub rules: Arc<ColumnRules>,
 }
 
 impl SnapshotReader {
@@ -146,6 +149,7 @@ impl SnapshotReader {
             modes: s.modes,
             source_schema: s.source_schema,
             partition: s.partition,
+            rules: s.rules,
         })
     }
 
@@ -206,7 +210,13 @@ impl SnapshotReader {
         let mut specs = Vec::with_capacity(cols.len());
         for c in &cols {
             let ty = resolver.resolve(&self.client, c.type_oid, c.type_modifier).await?;
-            specs.push(ColumnSpec { name: c.name.clone(), ty, not_null: c.not_null, pk_position: c.pk_position });
+            specs.push(ColumnSpec {
+                name: c.name.clone(),
+                source: SourceColumn::of(c.type_oid, c.type_modifier),
+                ty,
+                not_null: c.not_null,
+                pk_position: c.pk_position,
+            });
         }
         let mut key: Vec<(usize, usize)> = cols.iter().enumerate().filter_map(|(i, c)| c.pk_position.map(|p| (p, i))).collect();
         key.sort_unstable();
@@ -234,7 +244,7 @@ impl SnapshotReader {
         let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {sql}");
         self.client.batch_execute(&declare).await.map_err(|e| catalog::query_error(&format!("opening a snapshot cursor on {id}"), e))?;
         tracing::debug!(table = %id, resumed_after = ?after, "snapshotting table");
-        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, self.modes, &self.source_schema));
+        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, self.modes, &self.source_schema, &self.rules));
         self.current = Some(Current { table, cursor, key });
         Ok(())
     }
@@ -251,6 +261,6 @@ impl SnapshotReader {
         let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(self.lsn.0), sequence: None };
         let position = SnapshotPosition { table: held.table.id.clone(), after: held.key };
         let offset = snapshot_offset(self.lsn, self.tx_id, self.ts_ms * 1000, last, Some(&position));
-        held.table.record('r', Value::Null, held.row, &info, &self.source_schema, &self.partition, offset)
+        held.table.record('r', Row::NONE, held.row, &info, &self.source_schema, &self.partition, offset)
     }
 }

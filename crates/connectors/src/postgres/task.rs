@@ -12,6 +12,7 @@
 //!                                    resends from the slot: see offset.rs)
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::{self, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
+use super::heartbeat::HeartbeatAction;
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotState, StoredOffset};
 use super::replication::{self, Handed, Stream, StreamContext};
@@ -50,6 +52,7 @@ struct Running {
     stream: Option<Stream>,
     progress: Progress,
     handed: Handed,
+    heartbeat_action: Option<HeartbeatAction>,
     shutdown: CancellationToken,
 }
 
@@ -157,6 +160,7 @@ impl Running {
                 fetch_size: cfg.snapshot_fetch_size,
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
+                rules: Arc::new(cfg.columns.clone()),
             };
             let reader =
                 SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
@@ -174,6 +178,7 @@ impl Running {
             )
         };
         Ok(Self {
+            heartbeat_action: HeartbeatAction::new(&cfg),
             cfg,
             catalog,
             resolver: TypeResolver::default(),
@@ -211,6 +216,9 @@ impl Running {
                 if self.catalog.is_closed() {
                     // The server restarted or the session broke: a new one for catalog look-ups.
                     self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                }
+                if let Some(action) = &mut self.heartbeat_action {
+                    action.maybe_run(&self.cfg).await?;
                 }
                 if self.stream.is_none() {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);

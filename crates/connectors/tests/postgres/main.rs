@@ -464,8 +464,8 @@ async fn bad_configurations_name_their_cause() {
     assert!(has(&e, "table.include.list", "public.absent") && !has(&e, "table.include.list", "public.present"), "{e:?}");
     let e = errors(&[("plugin.name", "decoderbufs")]).await;
     assert!(has(&e, "plugin.name", "decoderbufs is not supported yet"), "{e:?}");
-    let e = errors(&[("column.exclude.list", "public.present.id")]).await;
-    assert!(has(&e, "column.exclude.list", "not supported yet"), "{e:?}");
+    let e = errors(&[("column.propagate.source.type", "public.present.id")]).await;
+    assert!(has(&e, "column.propagate.source.type", "not supported yet"), "{e:?}");
 
     // The same causes stop a task at start.
     let err = start_task(&pg.props(&[("plugin.name", "decoderbufs")]), None).await.err().unwrap();
@@ -765,4 +765,72 @@ async fn interval_money_bits_and_hstore_round_trip_in_snapshot_and_stream() {
     assert_eq!(schema("b10").parameter("length"), Some("10"));
     assert_eq!(schema("vb").parameter("length"), Some("16"));
     assert_eq!(schema("h").name.as_deref(), Some("io.debezium.data.Json"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_second_begin() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("CREATE TABLE x (id int PRIMARY KEY); CREATE TABLE y (id int PRIMARY KEY);").await.unwrap();
+    let props = pg.props(&[("slot.name", "s_tx"), ("snapshot.mode", "no_data"), ("provide.transaction.metadata", "true")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    db.batch_execute("BEGIN; INSERT INTO x VALUES (1); INSERT INTO y VALUES (1); INSERT INTO x VALUES (2); COMMIT;").await.unwrap();
+    let mut all = Vec::new();
+    let ends = |a: &[SourceRecord]| a.iter().filter(|r| r.topic == "srv.transaction" && status(r) == "END").count();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| ends(a) == 1).await;
+    task.stop().await.unwrap();
+    let shape = |records: &[SourceRecord]| -> Vec<String> {
+        records
+            .iter()
+            .map(|r| match r.topic.as_str() {
+                "srv.transaction" => {
+                    format!("{} count={:?}", status(r), r.value.as_struct().unwrap().get("event_count").and_then(Value::as_i64))
+                }
+                _ => {
+                    let block = envelope(r).get("transaction").and_then(Value::as_struct).expect("a transaction block");
+                    format!(
+                        "{} total={:?} dc={:?}",
+                        r.topic,
+                        block.get("total_order").and_then(Value::as_i64),
+                        block.get("data_collection_order").and_then(Value::as_i64)
+                    )
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        shape(&all),
+        [
+            "BEGIN count=None",
+            "srv.public.x total=Some(1) dc=Some(1)",
+            "srv.public.y total=Some(2) dc=Some(1)",
+            "srv.public.x total=Some(3) dc=Some(2)",
+            "END count=Some(3)"
+        ]
+    );
+
+    // Restarted from each record's offset, the transaction continues after it: no second
+    // BEGIN, and the counts are those of the whole transaction.
+    // (Nothing is committed, so the slot stays put: each run also resends the single-row
+    // transactions of the runs before it.)
+    for (k, (i, expect_rest)) in [(0, 4), (2, 2), (4, 0)].into_iter().enumerate() {
+        let mut task = start_task(&props, Some(all[i].source_offset.clone())).await.unwrap();
+        db.batch_execute(&format!("INSERT INTO y VALUES ({})", 100 + i)).await.unwrap();
+        let mut again = Vec::new();
+        let until = Instant::now() + Duration::from_secs(30);
+        while ends(&again) < usize::from(expect_rest > 0) + k + 1 {
+            assert!(Instant::now() < until, "restart after record {i}: {:?}", shape(&again));
+            again.extend(task.poll().await.expect("poll"));
+        }
+        task.stop().await.unwrap();
+        let want: Vec<String> = shape(&all)[i + 1..].to_vec();
+        assert_eq!(shape(&again)[..expect_rest], want[..], "restart after record {i}");
+        // Then the next transactions, each with its own BEGIN.
+        let single = ["BEGIN count=None", "srv.public.y total=Some(1) dc=Some(1)", "END count=Some(1)"];
+        assert_eq!(shape(&again)[expect_rest..], single.repeat(k + 1), "after record {i}");
+    }
+}
+
+fn status(r: &SourceRecord) -> String {
+    r.value.as_struct().and_then(|v| v.get("status")).and_then(Value::as_str).unwrap_or_default().to_owned()
 }

@@ -177,7 +177,7 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
         }
     }
     for key in props.keys() {
-        if def.key(key).is_none() && !PASSTHROUGH_PREFIXES.iter().any(|p| key.starts_with(p)) {
+        if !def.knows(key) && !PASSTHROUGH_PREFIXES.iter().any(|p| key.starts_with(p)) {
             values.push(ConfigValue {
                 name: key.clone(),
                 value: Some(sluice_api::secret::redact_urls(&props[key])),
