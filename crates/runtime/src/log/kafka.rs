@@ -517,7 +517,13 @@ impl Reader {
                 None if now < soft => {}
                 None if !checked_end => {
                     // Nothing within max_wait: done, unless records exist past `offset`.
-                    let (start, end) = inner.watermarks(&self.tp)?;
+                    let (mut start, mut end) = inner.watermarks(&self.tp)?;
+                    if offset < start {
+                        // Asked once more before giving up the position: a broker under load
+                        // has been seen to answer a stale low watermark equal to the end.
+                        std::thread::sleep(Duration::from_millis(200));
+                        (start, end) = inner.watermarks(&self.tp)?;
+                    }
                     if offset < start {
                         self.position = None;
                         return Err(LogError::OffsetOutOfRange { tp: self.tp.clone(), offset, start, end });
