@@ -59,6 +59,7 @@ mod connector;
 mod decode;
 mod envelope;
 mod heartbeat;
+mod incremental;
 mod mapping;
 mod offset;
 mod replication;

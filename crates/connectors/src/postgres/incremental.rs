@@ -1,0 +1,502 @@
+//! Signals from the signal table and incremental snapshots (Debezium's ad hoc snapshots),
+//! read with the DBLog watermark algorithm while streaming goes on.
+//!
+//! ```text
+//!  user: INSERT INTO <signal.data.collection> (id, type, data)
+//!        VALUES ('x', 'execute-snapshot', '{"data-collections": ["public.t"]}')
+//!  stream ──▶ signal row ──▶ tables queued (captured tables only)
+//!  poll:  INSERT <chunk>-open ─▶ SELECT chunk (pk > last AND pk <= max ORDER BY pk LIMIT n)
+//!         ─▶ INSERT <chunk>-close          (three autocommit statements, on the catalog session)
+//!  stream ──▶ <chunk>-open seen: the window opens
+//!         ──▶ change to a key of the chunk: that row is dropped from the chunk (the change
+//!             is newer than, or as new as, what the chunk read)
+//!         ──▶ <chunk>-close seen: the chunk's remaining rows go out as op "r"
+//!             (source.snapshot = "incremental"), then the next chunk is read
+//! ```
+//!
+//! Progress: while an incremental snapshot runs, every record's offset carries
+//! `incremental_snapshot_collections` (Debezium's JSON list of the tables left, the one being
+//! read first), `incremental_snapshot_primary_key` (the key of the last row read and
+//! handed out, as a JSON array of its text forms) and `incremental_snapshot_maximum_key`
+//! (the table's largest key when its snapshot started). Each `r` record carries its own key,
+//! so a restart (or a crash) resumes after the last durable row instead of at the start:
+//! the rest of the interrupted chunk is read again in a new window. Watermark rows of the
+//! interrupted run are ignored (their chunk id is not the current one).
+//!
+//! Debezium serializes the two keys as hexadecimal Java serialization; here they are JSON,
+//! so offsets of a running incremental snapshot do not carry over between the two.
+
+use std::collections::{HashSet, VecDeque};
+
+use pgwire_replication::Lsn;
+use serde_json::{json, Value as Json};
+use sluice_api::{ConnectResult, SchemaRef, SourceOffset, SourcePartition, SourceRecord};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
+use super::column::SourceColumn;
+use super::config::PostgresConfig;
+use super::decode::Datum;
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
+use super::mapping::Modes;
+
+pub const COLLECTIONS: &str = "incremental_snapshot_collections";
+pub const PRIMARY_KEY: &str = "incremental_snapshot_primary_key";
+pub const MAXIMUM_KEY: &str = "incremental_snapshot_maximum_key";
+
+const OPEN_SUFFIX: &str = "-open";
+const CLOSE_SUFFIX: &str = "-close";
+
+/// One row inserted into the signal table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signal {
+    pub id: String,
+    pub kind: String,
+    pub data: Option<String>,
+}
+
+/// What a signal asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `execute-snapshot` of type incremental: the data-collection expressions.
+    Execute(Vec<String>),
+    /// `stop-snapshot`: the data-collection expressions (empty: all).
+    Stop(Vec<String>),
+    Pause,
+    Resume,
+    WindowOpen(String),
+    WindowClose(String),
+    Log(String),
+    /// A signal this version does not act on, with the reason (logged as an error).
+    Rejected(String),
+}
+
+impl Signal {
+    /// Reads a signal from a tuple of the signal table; `columns` are the positions of `id`,
+    /// `type` and `data`.
+    pub fn from_tuple(datums: &[Datum], columns: [usize; 3]) -> Option<Self> {
+        let text = |i: usize| match datums.get(i) {
+            Some(Datum::Text(t)) => Some((*t).to_owned()),
+            _ => None,
+        };
+        Some(Self { id: text(columns[0])?, kind: text(columns[1])?, data: text(columns[2]) })
+    }
+
+    pub fn action(&self) -> Action {
+        let data = match self.data.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+            None => Json::Null,
+            Some(d) => match serde_json::from_str::<Json>(d) {
+                Ok(v) => v,
+                Err(e) => return Action::Rejected(format!("signal {:?} ({}): data is not JSON: {e}", self.id, self.kind)),
+            },
+        };
+        let collections = || -> Result<Vec<String>, String> {
+            match data.get("data-collections") {
+                None | Some(Json::Null) => Ok(Vec::new()),
+                Some(Json::Array(items)) => items
+                    .iter()
+                    .map(|v| v.as_str().map(|s| s.trim().to_owned()).ok_or_else(|| format!("data-collections holds a non-string {v}")))
+                    .collect(),
+                Some(other) => Err(format!("data-collections must be an array of table names, not {other}")),
+            }
+        };
+        let incremental = || match data.get("type").and_then(Json::as_str).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("incremental") => Ok(()),
+            Some("blocking") => Err("blocking snapshots are not supported yet; use \"type\": \"incremental\"".to_owned()),
+            Some(other) => Err(format!("unknown snapshot type {other:?}; use incremental")),
+        };
+        let non_empty = |key: &str| data.get(key).is_some_and(|v| !v.is_null() && v != &json!([]) && v != &json!({}) && v != &json!(""));
+        let rejected = |why: String| Action::Rejected(format!("signal {:?} ({}) ignored: {why}", self.id, self.kind));
+        match self.kind.as_str() {
+            "execute-snapshot" => {
+                if let Err(why) = incremental() {
+                    return rejected(why);
+                }
+                for key in ["additional-conditions", "additional-condition", "surrogate-key"] {
+                    if non_empty(key) {
+                        return rejected(format!("{key} is not supported yet"));
+                    }
+                }
+                match collections() {
+                    Ok(c) if c.is_empty() => rejected("data-collections is empty".to_owned()),
+                    Ok(c) => Action::Execute(c),
+                    Err(why) => rejected(why),
+                }
+            }
+            "stop-snapshot" => match (incremental(), collections()) {
+                (Err(why), _) | (_, Err(why)) => rejected(why),
+                (Ok(()), Ok(c)) => Action::Stop(c),
+            },
+            "pause-snapshot" => Action::Pause,
+            "resume-snapshot" => Action::Resume,
+            "snapshot-window-open" => Action::WindowOpen(self.id.strip_suffix(OPEN_SUFFIX).unwrap_or(&self.id).to_owned()),
+            "snapshot-window-close" => Action::WindowClose(self.id.strip_suffix(CLOSE_SUFFIX).unwrap_or(&self.id).to_owned()),
+            "log" => Action::Log(data.get("message").and_then(Json::as_str).unwrap_or_default().to_owned()),
+            other => rejected(format!("unknown signal type {other:?}")),
+        }
+    }
+}
+
+/// Where the `r` records of a closing window go, and what their offsets are based on
+/// (the offset of the close-window row in the stream).
+pub struct Emit<'a> {
+    pub base: SourceOffset,
+    pub lsn: Lsn,
+    pub tx_id: i64,
+    pub source_schema: &'a SchemaRef,
+    pub partition: &'a SourcePartition,
+}
+
+/// The state of incremental snapshots: the tables left and how far the current one got
+/// (both in every offset while one runs), and the open chunk (only in memory).
+#[derive(Clone, Default)]
+pub struct Incremental {
+    chunk_size: usize,
+    collections: VecDeque<TableId>,
+    /// The key of the last row of the current table handed out (or found superseded).
+    last_key: Option<Vec<String>>,
+    /// The table's largest key when its snapshot started: rows inserted later arrive by the stream.
+    max_key: Option<Vec<String>>,
+    paused: bool,
+    window: Option<Window>,
+}
+
+#[derive(Clone)]
+struct Window {
+    id: String,
+    open: bool,
+    table: SharedTable,
+    /// The chunk's rows in key order, with their keys' text forms.
+    rows: Vec<(Vec<String>, Row)>,
+    /// Keys changed in the stream while the window was open: their rows are not emitted.
+    superseded: HashSet<Vec<String>>,
+    end_key: Vec<String>,
+    /// Fewer rows than a chunk: the table is done once this window closes.
+    last: bool,
+}
+
+impl Incremental {
+    /// The state stored in `offset` (none when no incremental snapshot was running).
+    pub fn restore(cfg: &PostgresConfig, offset: Option<&SourceOffset>) -> Self {
+        let mut s = Self { chunk_size: cfg.incremental_chunk_size.max(1), ..Self::default() };
+        let Some(o) = offset else { return s };
+        let keys = |field: &str| -> Option<Vec<String>> { serde_json::from_str(o.get(field)?.as_str()?).ok() };
+        if let Some(list) = o.get(COLLECTIONS).and_then(Json::as_str).and_then(|t| serde_json::from_str::<Vec<Json>>(t).ok()) {
+            s.collections = list
+                .iter()
+                .filter_map(|c| c.get("incremental_snapshot_collections_id")?.as_str())
+                .filter_map(|name| name.split_once('.').map(|(schema, table)| TableId { schema: schema.into(), table: table.into() }))
+                .collect();
+            s.last_key = keys(PRIMARY_KEY);
+            s.max_key = keys(MAXIMUM_KEY);
+            if !s.collections.is_empty() {
+                tracing::info!(tables = ?s.collections.iter().map(ToString::to_string).collect::<Vec<_>>(), after = ?s.last_key, "resuming the incremental snapshot");
+            }
+        }
+        s
+    }
+
+    pub fn running(&self) -> bool {
+        !self.collections.is_empty()
+    }
+
+    /// Whether the next chunk should be read now.
+    pub fn wants_chunk(&self) -> bool {
+        self.running() && !self.paused && self.window.is_none()
+    }
+
+    fn stamp_with(&self, o: &mut SourceOffset, key: Option<&Vec<String>>) {
+        let collections: Vec<Json> = self
+            .collections
+            .iter()
+            .map(|t| {
+                json!({
+                    "incremental_snapshot_collections_id": t.to_string(),
+                    "incremental_snapshot_collections_additional_condition": null,
+                    "incremental_snapshot_collections_surrogate_key": null,
+                })
+            })
+            .collect();
+        o.insert(COLLECTIONS.into(), json!(Json::Array(collections).to_string()));
+        o.insert(PRIMARY_KEY.into(), key.map_or(Json::Null, |k| json!(json!(k).to_string())));
+        o.insert(MAXIMUM_KEY.into(), self.max_key.as_ref().map_or(Json::Null, |k| json!(json!(k).to_string())));
+    }
+
+    /// Adds the incremental snapshot's progress to an offset that does not have it yet.
+    pub fn stamp(&self, o: &mut SourceOffset) {
+        if self.running() && !o.contains_key(COLLECTIONS) {
+            self.stamp_with(o, self.last_key.as_ref());
+        }
+    }
+
+    /// A change to `key` of `table` was read from the stream.
+    pub fn changed(&mut self, table: &TableId, key: Vec<String>) {
+        if let Some(w) = self.window.as_mut().filter(|w| w.open && w.table.id == *table) {
+            w.superseded.insert(key);
+        }
+    }
+
+    /// Acts on a signal read from the stream; returns the `r` records of a window it closed.
+    pub async fn signal(
+        &mut self,
+        cfg: &PostgresConfig,
+        client: &Client,
+        signal: &Signal,
+        emit: Emit<'_>,
+    ) -> ConnectResult<Vec<SourceRecord>> {
+        match signal.action() {
+            Action::Execute(patterns) => {
+                let captured = catalog::tables(client, &cfg.filter).await?;
+                let mut added = Vec::new();
+                for pattern in &patterns {
+                    let matched: Vec<&TableId> = match regex::RegexBuilder::new(&format!("^(?:{pattern})$")).case_insensitive(true).build()
+                    {
+                        Ok(re) => captured.iter().filter(|t| re.is_match(&t.to_string())).collect(),
+                        Err(_) => captured.iter().filter(|t| t.to_string() == *pattern).collect(),
+                    };
+                    if matched.is_empty() {
+                        tracing::warn!(signal = %signal.id, collection = %pattern, "execute-snapshot: no captured table matches; it is skipped");
+                    }
+                    for t in matched {
+                        if !self.collections.contains(t) && !added.contains(t) {
+                            added.push(t.clone());
+                        }
+                    }
+                }
+                tracing::info!(signal = %signal.id, tables = ?added.iter().map(ToString::to_string).collect::<Vec<_>>(), "incremental snapshot requested");
+                self.collections.extend(added);
+            }
+            Action::Stop(patterns) => {
+                let before = self.collections.front().cloned();
+                if patterns.is_empty() {
+                    self.collections.clear();
+                } else {
+                    let res: Vec<regex::Regex> = patterns
+                        .iter()
+                        .filter_map(|p| regex::RegexBuilder::new(&format!("^(?:{p})$")).case_insensitive(true).build().ok())
+                        .collect();
+                    self.collections.retain(|t| !res.iter().any(|r| r.is_match(&t.to_string())));
+                }
+                if self.collections.front() != before.as_ref() {
+                    self.window = None;
+                    self.last_key = None;
+                    self.max_key = None;
+                }
+                tracing::info!(signal = %signal.id, left = self.collections.len(), "incremental snapshot stopped");
+            }
+            Action::Pause => {
+                tracing::info!(signal = %signal.id, "incremental snapshot paused");
+                self.paused = true;
+            }
+            Action::Resume => {
+                tracing::info!(signal = %signal.id, "incremental snapshot resumed");
+                self.paused = false;
+            }
+            Action::WindowOpen(id) => {
+                if let Some(w) = self.window.as_mut().filter(|w| w.id == id) {
+                    w.open = true;
+                }
+            }
+            Action::WindowClose(id) => {
+                if self.window.as_ref().is_some_and(|w| w.id == id) {
+                    return Ok(self.close(emit));
+                }
+            }
+            Action::Log(message) => tracing::info!(signal = %signal.id, %message, "log signal"),
+            Action::Rejected(why) => tracing::error!(signal = %signal.id, "{why}"),
+        }
+        Ok(Vec::new())
+    }
+
+    /// Closes the current window: its rows not superseded by the stream, as `op: "r"`.
+    fn close(&mut self, emit: Emit<'_>) -> Vec<SourceRecord> {
+        let w = self.window.take().expect("checked by the caller");
+        let info = SourceInfo { ts_ms: now_ms(), snapshot: "incremental", tx_id: Some(emit.tx_id), lsn: Some(emit.lsn.0), sequence: None };
+        let mut out = Vec::with_capacity(w.rows.len());
+        for (key, row) in w.rows {
+            if w.superseded.contains(&key) {
+                continue;
+            }
+            let mut offset = emit.base.clone();
+            self.stamp_with(&mut offset, Some(&key));
+            out.push(w.table.record('r', Row::NONE, row, &info, emit.source_schema, emit.partition, offset));
+        }
+        tracing::debug!(table = %w.table.id, emitted = out.len(), superseded = w.superseded.len(), "incremental snapshot window closed");
+        self.last_key = Some(w.end_key);
+        if w.last {
+            tracing::info!(table = %w.table.id, "incremental snapshot of the table completed");
+            self.collections.pop_front();
+            self.last_key = None;
+            self.max_key = None;
+        }
+        out
+    }
+
+    /// Reads the next chunk between an open and a close watermark (see the module docs).
+    pub async fn next_chunk(
+        &mut self,
+        cfg: &PostgresConfig,
+        client: &Client,
+        resolver: &mut TypeResolver,
+        modes: Modes,
+        source_schema: &SchemaRef,
+    ) -> ConnectResult<()> {
+        let Some(signal_table) = &cfg.signal_table else {
+            self.collections.clear();
+            return Ok(());
+        };
+        while self.wants_chunk() {
+            let id = self.collections.front().expect("running").clone();
+            let cols = catalog::columns(client, &id).await?;
+            let mut key: Vec<(usize, usize)> = cols.iter().enumerate().filter_map(|(i, c)| c.pk_position.map(|p| (p, i))).collect();
+            key.sort_unstable();
+            let key: Vec<usize> = key.into_iter().map(|(_, i)| i).collect();
+            if cols.is_empty() || key.is_empty() {
+                tracing::error!(table = %id, "incremental snapshot skipped: the table is gone or has no primary key");
+                self.finish_table();
+                continue;
+            }
+            let key_cols = key.iter().map(|i| quote_ident(&cols[*i].name)).collect::<Vec<_>>();
+            let literals = |k: &[String]| k.iter().map(|v| quote_literal(v)).collect::<Vec<_>>().join(", ");
+            if self.max_key.is_none() {
+                let desc = key_cols.iter().map(|c| format!("{c} DESC")).collect::<Vec<_>>().join(", ");
+                let sql = format!("SELECT {} FROM {} ORDER BY {desc} LIMIT 1", key_cols.join(", "), id.quoted());
+                let rows =
+                    client.simple_query(&sql).await.map_err(|e| catalog::query_error(&format!("reading the largest key of {id}"), e))?;
+                let max = rows.iter().find_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).unwrap_or_default().to_owned()).collect::<Vec<_>>()),
+                    _ => None,
+                });
+                match max {
+                    Some(m) => self.max_key = Some(m),
+                    None => {
+                        tracing::info!(table = %id, "incremental snapshot: the table is empty");
+                        self.finish_table();
+                        continue;
+                    }
+                }
+            }
+            let mut specs = Vec::with_capacity(cols.len());
+            for c in &cols {
+                let ty = resolver.resolve(client, c.type_oid, c.type_modifier).await?;
+                specs.push(ColumnSpec {
+                    name: c.name.clone(),
+                    source: SourceColumn::of(c.type_oid, c.type_modifier),
+                    ty,
+                    not_null: c.not_null,
+                    pk_position: c.pk_position,
+                });
+            }
+            let table = std::sync::Arc::new(TableSchema::new(
+                &cfg.topic_prefix,
+                &cfg.dbname,
+                id.clone(),
+                specs,
+                modes,
+                source_schema,
+                &cfg.columns,
+            ));
+            let tuple = key_cols.join(", ");
+            let mut conditions = vec![format!("({tuple}) <= ({})", literals(self.max_key.as_deref().unwrap_or_default()))];
+            if let Some(last) = &self.last_key {
+                conditions.push(format!("({tuple}) > ({})", literals(last)));
+            }
+            let select = cols.iter().map(|c| quote_ident(&c.name)).collect::<Vec<_>>().join(", ");
+            let sql = format!(
+                "SELECT {select} FROM {} WHERE {} ORDER BY {tuple} LIMIT {}",
+                id.quoted(),
+                conditions.join(" AND "),
+                self.chunk_size
+            );
+            let chunk_id = format!("{:032x}", fastrand::u128(..));
+            let open_data = json!({ "openWindowTimestamp": now_ms() }).to_string();
+            watermark(client, signal_table, &format!("{chunk_id}{OPEN_SUFFIX}"), "snapshot-window-open", &open_data).await?;
+            let messages = client.simple_query(&sql).await.map_err(|e| catalog::query_error(&format!("reading a chunk of {id}"), e))?;
+            let close_data = json!({ "openWindowTimestamp": now_ms(), "closeWindowTimestamp": now_ms() }).to_string();
+            watermark(client, signal_table, &format!("{chunk_id}{CLOSE_SUFFIX}"), "snapshot-window-close", &close_data).await?;
+            let mut rows = Vec::new();
+            let mut datums: Vec<Datum> = Vec::new();
+            for m in &messages {
+                if let SimpleQueryMessage::Row(r) = m {
+                    datums.clear();
+                    datums.extend((0..r.len()).map(|i| r.get(i).map_or(Datum::Null, Datum::Text)));
+                    let k: Vec<String> = key.iter().map(|i| r.get(*i).unwrap_or_default().to_owned()).collect();
+                    rows.push((k, table.row(&datums)?));
+                }
+            }
+            let Some(end_key) = rows.last().map(|(k, _)| k.clone()) else {
+                self.finish_table();
+                continue;
+            };
+            tracing::debug!(table = %id, rows = rows.len(), chunk = %chunk_id, "incremental snapshot chunk read");
+            let last = rows.len() < self.chunk_size || Some(&end_key) == self.max_key.as_ref();
+            self.window = Some(Window { id: chunk_id, open: false, table, rows, superseded: HashSet::new(), end_key, last });
+        }
+        Ok(())
+    }
+
+    fn finish_table(&mut self) {
+        self.collections.pop_front();
+        self.last_key = None;
+        self.max_key = None;
+        self.window = None;
+    }
+}
+
+async fn watermark(client: &Client, table: &TableId, id: &str, kind: &str, data: &str) -> ConnectResult<()> {
+    let sql = format!(
+        "INSERT INTO {} (id, type, data) VALUES ({}, {}, {})",
+        table.quoted(),
+        quote_literal(id),
+        quote_literal(kind),
+        quote_literal(data)
+    );
+    client
+        .batch_execute(&sql)
+        .await
+        .map_err(|e| catalog::query_error(&format!("writing the {kind} watermark into the signal table {table}"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signal(kind: &str, data: &str) -> Signal {
+        Signal { id: "s1".into(), kind: kind.into(), data: Some(data.into()) }
+    }
+
+    #[test]
+    fn parses_signals() {
+        assert_eq!(
+            signal("execute-snapshot", r#"{"data-collections": ["public.a", "public.b"], "type": "INCREMENTAL"}"#).action(),
+            Action::Execute(vec!["public.a".into(), "public.b".into()])
+        );
+        assert_eq!(signal("execute-snapshot", r#"{"data-collections": ["public.a"]}"#).action(), Action::Execute(vec!["public.a".into()]));
+        let Action::Rejected(why) = signal("execute-snapshot", r#"{"data-collections": ["public.a"], "type": "blocking"}"#).action() else {
+            panic!("blocking accepted")
+        };
+        assert!(why.contains("blocking snapshots are not supported"), "{why}");
+        assert!(matches!(signal("execute-snapshot", r#"{"data-collections": []}"#).action(), Action::Rejected(_)));
+        assert!(matches!(signal("execute-snapshot", "not json").action(), Action::Rejected(_)));
+        assert!(matches!(
+            signal(
+                "execute-snapshot",
+                r#"{"data-collections": ["public.a"], "additional-conditions": [{"data-collection": "public.a", "filter": "x=1"}]}"#
+            )
+            .action(),
+            Action::Rejected(_)
+        ));
+        assert_eq!(signal("stop-snapshot", r#"{"type": "incremental"}"#).action(), Action::Stop(vec![]));
+        assert_eq!(signal("stop-snapshot", r#"{"data-collections": ["public.a"]}"#).action(), Action::Stop(vec!["public.a".into()]));
+        assert_eq!(signal("pause-snapshot", "").action(), Action::Pause);
+        assert_eq!(
+            Signal { id: "abc-open".into(), kind: "snapshot-window-open".into(), data: None }.action(),
+            Action::WindowOpen("abc".into())
+        );
+        assert_eq!(
+            Signal { id: "abc-close".into(), kind: "snapshot-window-close".into(), data: None }.action(),
+            Action::WindowClose("abc".into())
+        );
+        assert!(matches!(signal("frobnicate", "{}").action(), Action::Rejected(_)));
+    }
+}
