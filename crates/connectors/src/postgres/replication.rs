@@ -375,8 +375,8 @@ impl Stream {
         let skipped = |op: char| ctx.cfg.skipped.contains(&op);
         match msg {
             Message::Insert { relation, new } => {
-                let Some(t) = self.table(relation)? else { return Ok(()) };
-                if !skipped('c') {
+                // (The signal table is read below even when it is not captured.)
+                if let Some(t) = self.table(relation)?.filter(|_| !skipped('c')) {
                     out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
                 }
             }
