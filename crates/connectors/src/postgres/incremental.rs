@@ -460,6 +460,134 @@ async fn watermark(client: &Client, table: &TableId, id: &str, kind: &str, data:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::postgres::column::ColumnRules;
+    use crate::postgres::config::{DecimalMode, TimeMode};
+    use crate::postgres::envelope::source_schema;
+    use crate::postgres::mapping::PgType;
+    use crate::postgres::offset::change_offset;
+
+    fn items() -> SharedTable {
+        let spec = |name: &str, ty, pk: Option<usize>| ColumnSpec {
+            source: SourceColumn::of(23, -1),
+            name: name.into(),
+            ty: Some(ty),
+            not_null: pk.is_some(),
+            pk_position: pk,
+        };
+        let specs = vec![spec("id", PgType::Int4, Some(1)), spec("v", PgType::Int4, None)];
+        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let id = TableId { schema: "public".into(), table: "items".into() };
+        std::sync::Arc::new(TableSchema::new("pg", "db", id, specs, modes, &source_schema(), &ColumnRules::default()))
+    }
+
+    /// A snapshot of `public.items` (and `public.other` after it) with a read chunk of keys 1..=4.
+    fn with_window(last: bool) -> Incremental {
+        let table = items();
+        let rows = (1..=4).map(|k| (vec![k.to_string()], table.row(&[Datum::Text(&k.to_string()), Datum::Text("0")]).unwrap())).collect();
+        Incremental {
+            chunk_size: 4,
+            collections: [table.id.clone(), TableId { schema: "public".into(), table: "other".into() }].into(),
+            last_key: None,
+            max_key: Some(vec!["9".into()]),
+            paused: false,
+            window: Some(Window { id: "c1".into(), open: false, table, rows, superseded: HashSet::new(), end_key: vec!["4".into()], last }),
+        }
+    }
+
+    fn close(s: &mut Incremental, id: &str) -> Vec<SourceRecord> {
+        let schema = source_schema();
+        let partition = SourcePartition::new();
+        let emit = Emit {
+            base: change_offset(Lsn(100), Lsn(120), 7, 0, 1),
+            lsn: Lsn(100),
+            tx_id: 7,
+            source_schema: &schema,
+            partition: &partition,
+        };
+        // The close-window row as the stream delivers it (no database is needed to close).
+        let signal = Signal { id: format!("{id}-close"), kind: "snapshot-window-close".into(), data: None };
+        match signal.action() {
+            Action::WindowClose(id) if s.window.as_ref().is_some_and(|w| w.id == id) => s.close(emit),
+            _ => Vec::new(),
+        }
+    }
+
+    fn keys(records: &[SourceRecord]) -> Vec<i32> {
+        records
+            .iter()
+            .map(|r| match r.key.as_struct().and_then(|k| k.get("id")) {
+                Some(sluice_api::Value::Int32(k)) => *k,
+                other => panic!("key {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn changes_inside_the_open_window_drop_their_rows_from_the_chunk() {
+        let mut s = with_window(false);
+        let items = s.collections[0].clone();
+        let other = s.collections[1].clone();
+        // Before the open watermark is seen, a change is older than the chunk: the row stays.
+        s.changed(&items, vec!["1".into()]);
+        s.window.as_mut().unwrap().open = true;
+        s.changed(&items, vec!["2".into()]);
+        s.changed(&other, vec!["3".into()]);
+        s.changed(&items, vec!["99".into()]);
+        // The close of another chunk (an interrupted run's) is ignored.
+        assert!(close(&mut s, "stale").is_empty());
+        assert!(s.window.is_some());
+        let reads = close(&mut s, "c1");
+        assert_eq!(keys(&reads), [1, 3, 4]);
+        let r = &reads[1];
+        let env = r.value.as_struct().unwrap();
+        assert_eq!(env.get("op"), Some(&sluice_api::Value::String("r".into())));
+        let source = env.get("source").and_then(sluice_api::Value::as_struct).unwrap();
+        assert_eq!(source.get("snapshot"), Some(&sluice_api::Value::String("incremental".into())));
+        // Each READ's offset says how far the snapshot got, at that row.
+        assert_eq!(r.source_offset[PRIMARY_KEY], json!("[\"3\"]"));
+        assert_eq!(r.source_offset[MAXIMUM_KEY], json!("[\"9\"]"));
+        assert_eq!(r.source_offset["lsn_commit"], json!(120));
+        assert_ne!(reads[0].source_offset, reads[2].source_offset, "offsets of one window must differ (durability is matched by offset)");
+        // After the window, the chunk's end is the position; the next chunk is due.
+        assert_eq!(s.last_key, Some(vec!["4".into()]));
+        assert!(s.wants_chunk());
+        let mut o = SourceOffset::new();
+        s.stamp(&mut o);
+        assert_eq!(o[PRIMARY_KEY], json!("[\"4\"]"));
+        // The progress survives a restart through the offset.
+        let cfg = crate::postgres::config::PostgresConfig::parse(
+            &[("database.hostname", "h"), ("database.user", "u"), ("database.dbname", "d"), ("topic.prefix", "p")]
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+        .unwrap();
+        let back = Incremental::restore(&cfg, Some(&reads[1].source_offset));
+        assert_eq!(
+            (back.collections.clone(), back.last_key.clone(), back.max_key.clone()),
+            (s.collections.clone(), Some(vec!["3".into()]), Some(vec!["9".into()]))
+        );
+        assert!(back.wants_chunk());
+    }
+
+    #[test]
+    fn the_last_chunk_moves_to_the_next_table_and_an_ended_snapshot_leaves_offsets_alone() {
+        let mut s = with_window(true);
+        s.window.as_mut().unwrap().open = true;
+        assert_eq!(keys(&close(&mut s, "c1")), [1, 2, 3, 4]);
+        assert_eq!(s.collections.len(), 1);
+        assert_eq!((s.last_key.clone(), s.max_key.clone()), (None, None));
+        s.collections.clear();
+        let mut o = SourceOffset::new();
+        s.stamp(&mut o);
+        assert!(o.is_empty());
+        assert!(!s.wants_chunk());
+        // Paused: no chunk is read until resumed.
+        let mut s = with_window(false);
+        s.window = None;
+        s.paused = true;
+        assert!(!s.wants_chunk());
+    }
 
     fn signal(kind: &str, data: &str) -> Signal {
         Signal { id: "s1".into(), kind: kind.into(), data: Some(data.into()) }
