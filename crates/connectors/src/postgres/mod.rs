@@ -11,6 +11,9 @@
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
 //!          + transaction.rs (BEGIN/END records, `transaction` blocks); heartbeat.rs runs
 //!          `heartbeat.action.query` on a session of its own
+//!          incremental.rs: inserts into `signal.data.collection` are signals; an
+//!          `execute-snapshot` reads tables in chunks between watermark rows (DBLog) while
+//!          streaming goes on, with its progress in every offset
 //! column.rs: message keys, column mappers and the column filter, for snapshot and stream
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
