@@ -38,6 +38,12 @@ fn durable_incremental_key(data: &Path) -> Option<i64> {
     keys.first()?.parse().ok()
 }
 
+/// Waits until the stored offset carries no incremental snapshot (offsets are flushed
+/// every 200 ms).
+fn wait_without_snapshot(data: &Path, what: &str) {
+    eventually(Duration::from_secs(30), what, || stored_offset(data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none()));
+}
+
 fn op(r: &Json) -> &str {
     r["value"]["op"].as_str().unwrap_or("tombstone")
 }
@@ -195,8 +201,8 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     let before_kill = consume(&data, TOPIC).len();
     w.restart();
 
-    // The snapshot completes: a READ of the last original key still present, and the
-    // stored offset no longer carries the incremental snapshot.
+    // The snapshot completes: READs after the restart, and the stored offset (of the
+    // writer's changes after it) no longer carries the incremental snapshot.
     eventually(Duration::from_secs(120), "the incremental snapshot to complete", || {
         stored_offset(&data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none())
             && consume(&data, TOPIC)[before_kill..].iter().any(|r| op(r) == "r")
@@ -268,8 +274,30 @@ fn postgres_incremental_snapshot_pause_resume_and_stop() {
     assert!(stopped < ROWS as usize, "the snapshot ended before the stop ({stopped} reads)");
     pg.sql("INSERT INTO items (id, v, note) VALUES (-1, 0, 'end marker')");
     eventually(Duration::from_secs(30), "the end marker", || consume(&data, TOPIC).iter().any(|r| op(r) == "c" && id(r) == -1));
-    assert!(
-        stored_offset(&data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none()),
-        "the stopped snapshot is still in the offset"
+    wait_without_snapshot(&data, "an offset without the stopped snapshot");
+}
+
+#[test]
+fn postgres_incremental_snapshot_additional_conditions_filter_the_rows_read() {
+    let pg = Postgres::start();
+    setup(&pg, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let _w = start_worker(dir.path(), &pg, "sluice_incr_cond", "10");
+    signal(
+        &pg,
+        "filtered",
+        "execute-snapshot",
+        r#"{"data-collections": ["public.items"], "type": "incremental", "additional-conditions": [{"data-collection": "public.items", "filter": "id % 3 = 0"}]}"#,
     );
+    eventually(Duration::from_secs(60), "the filtered snapshot", || consume(&data, TOPIC).iter().any(|r| op(r) == "r" && id(r) == 198));
+    pg.sql("INSERT INTO items (id, v, note) VALUES (-1, 0, 'end marker')");
+    let mut records = Vec::new();
+    eventually(Duration::from_secs(30), "the end marker", || {
+        records = consume(&data, TOPIC);
+        records.iter().any(|r| op(r) == "c" && id(r) == -1)
+    });
+    let read: Vec<i64> = records.iter().filter(|r| op(r) == "r").map(id).collect();
+    assert_eq!(read, (1..=66).map(|k| k * 3).collect::<Vec<_>>(), "rows read in key order, only those the filter accepts");
+    wait_without_snapshot(&data, "an offset without the ended snapshot");
 }

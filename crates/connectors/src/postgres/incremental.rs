@@ -26,7 +26,7 @@
 //! Debezium serializes the two keys as hexadecimal Java serialization; here they are JSON,
 //! so offsets of a running incremental snapshot do not carry over between the two.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use pgwire_replication::Lsn;
 use serde_json::{json, Value as Json};
@@ -58,8 +58,9 @@ pub struct Signal {
 /// What a signal asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// `execute-snapshot` of type incremental: the data-collection expressions.
-    Execute(Vec<String>),
+    /// `execute-snapshot` of type incremental: the data-collection expressions, and the
+    /// `additional-conditions` as (data-collection expression, SQL filter) pairs.
+    Execute(Vec<String>, Vec<(String, String)>),
     /// `stop-snapshot`: the data-collection expressions (empty: all).
     Stop(Vec<String>),
     Pause,
@@ -112,14 +113,27 @@ impl Signal {
                 if let Err(why) = incremental() {
                     return rejected(why);
                 }
-                for key in ["additional-conditions", "additional-condition", "surrogate-key"] {
+                for key in ["additional-condition", "surrogate-key"] {
                     if non_empty(key) {
-                        return rejected(format!("{key} is not supported yet"));
+                        return rejected(format!("{key} is not supported yet (use additional-conditions for a filter)"));
                     }
+                }
+                let mut conditions = Vec::new();
+                match data.get("additional-conditions") {
+                    None | Some(Json::Null) => {}
+                    Some(Json::Array(items)) => {
+                        for item in items {
+                            match (item.get("data-collection").and_then(Json::as_str), item.get("filter").and_then(Json::as_str)) {
+                                (Some(c), Some(f)) if !f.trim().is_empty() => conditions.push((c.trim().to_owned(), f.trim().to_owned())),
+                                _ => return rejected(format!("additional-conditions entry {item} needs data-collection and filter")),
+                            }
+                        }
+                    }
+                    Some(other) => return rejected(format!("additional-conditions must be an array, not {other}")),
                 }
                 match collections() {
                     Ok(c) if c.is_empty() => rejected("data-collections is empty".to_owned()),
-                    Ok(c) => Action::Execute(c),
+                    Ok(c) => Action::Execute(c, conditions),
                     Err(why) => rejected(why),
                 }
             }
@@ -153,6 +167,8 @@ pub struct Emit<'a> {
 pub struct Incremental {
     chunk_size: usize,
     collections: VecDeque<TableId>,
+    /// `additional-conditions`: the SQL filter of a table's snapshot.
+    conditions: BTreeMap<TableId, String>,
     /// The key of the last row of the current table handed out (or found superseded).
     last_key: Option<Vec<String>>,
     /// The table's largest key when its snapshot started: rows inserted later arrive by the stream.
@@ -182,11 +198,18 @@ impl Incremental {
         let Some(o) = offset else { return s };
         let keys = |field: &str| -> Option<Vec<String>> { serde_json::from_str(o.get(field)?.as_str()?).ok() };
         if let Some(list) = o.get(COLLECTIONS).and_then(Json::as_str).and_then(|t| serde_json::from_str::<Vec<Json>>(t).ok()) {
-            s.collections = list
-                .iter()
-                .filter_map(|c| c.get("incremental_snapshot_collections_id")?.as_str())
-                .filter_map(|name| name.split_once('.').map(|(schema, table)| TableId { schema: schema.into(), table: table.into() }))
-                .collect();
+            for c in &list {
+                let Some((schema, table)) =
+                    c.get("incremental_snapshot_collections_id").and_then(Json::as_str).and_then(|n| n.split_once('.'))
+                else {
+                    continue;
+                };
+                let id = TableId { schema: schema.into(), table: table.into() };
+                if let Some(filter) = c.get("incremental_snapshot_collections_additional_condition").and_then(Json::as_str) {
+                    s.conditions.insert(id.clone(), filter.to_owned());
+                }
+                s.collections.push_back(id);
+            }
             s.last_key = keys(PRIMARY_KEY);
             s.max_key = keys(MAXIMUM_KEY);
             if !s.collections.is_empty() {
@@ -212,7 +235,7 @@ impl Incremental {
             .map(|t| {
                 json!({
                     "incremental_snapshot_collections_id": t.to_string(),
-                    "incremental_snapshot_collections_additional_condition": null,
+                    "incremental_snapshot_collections_additional_condition": self.conditions.get(t),
                     "incremental_snapshot_collections_surrogate_key": null,
                 })
             })
@@ -236,6 +259,13 @@ impl Incremental {
         }
     }
 
+    /// `table` was truncated in the stream: no row of an open window's chunk is left to emit.
+    pub fn truncated(&mut self, table: &TableId) {
+        if let Some(w) = self.window.as_mut().filter(|w| w.open && w.table.id == *table) {
+            w.rows.clear();
+        }
+    }
+
     /// Acts on a signal read from the stream; returns the `r` records of a window it closed.
     pub async fn signal(
         &mut self,
@@ -245,7 +275,7 @@ impl Incremental {
         emit: Emit<'_>,
     ) -> ConnectResult<Vec<SourceRecord>> {
         match signal.action() {
-            Action::Execute(patterns) => {
+            Action::Execute(patterns, conditions) => {
                 let captured = catalog::tables(client, &cfg.filter).await?;
                 let mut added = Vec::new();
                 for pattern in &patterns {
@@ -263,6 +293,18 @@ impl Incremental {
                         }
                     }
                 }
+                for t in &added {
+                    let filter = conditions.iter().find(|(pattern, _)| {
+                        *pattern == t.to_string()
+                            || regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+                                .case_insensitive(true)
+                                .build()
+                                .is_ok_and(|re| re.is_match(&t.to_string()))
+                    });
+                    if let Some((_, filter)) = filter {
+                        self.conditions.insert(t.clone(), filter.clone());
+                    }
+                }
                 tracing::info!(signal = %signal.id, tables = ?added.iter().map(ToString::to_string).collect::<Vec<_>>(), "incremental snapshot requested");
                 self.collections.extend(added);
             }
@@ -277,6 +319,8 @@ impl Incremental {
                         .collect();
                     self.collections.retain(|t| !res.iter().any(|r| r.is_match(&t.to_string())));
                 }
+                let left: HashSet<TableId> = self.collections.iter().cloned().collect();
+                self.conditions.retain(|t, _| left.contains(t));
                 if self.collections.front() != before.as_ref() {
                     self.window = None;
                     self.last_key = None;
@@ -325,9 +369,7 @@ impl Incremental {
         self.last_key = Some(w.end_key);
         if w.last {
             tracing::info!(table = %w.table.id, "incremental snapshot of the table completed");
-            self.collections.pop_front();
-            self.last_key = None;
-            self.max_key = None;
+            self.finish_table();
         }
         out
     }
@@ -358,9 +400,11 @@ impl Incremental {
             }
             let key_cols = key.iter().map(|i| quote_ident(&cols[*i].name)).collect::<Vec<_>>();
             let literals = |k: &[String]| k.iter().map(|v| quote_literal(v)).collect::<Vec<_>>().join(", ");
+            let filter = self.conditions.get(&id).map(|f| format!("({f})"));
             if self.max_key.is_none() {
                 let desc = key_cols.iter().map(|c| format!("{c} DESC")).collect::<Vec<_>>().join(", ");
-                let sql = format!("SELECT {} FROM {} ORDER BY {desc} LIMIT 1", key_cols.join(", "), id.quoted());
+                let filter = filter.as_ref().map(|f| format!(" WHERE {f}")).unwrap_or_default();
+                let sql = format!("SELECT {} FROM {}{filter} ORDER BY {desc} LIMIT 1", key_cols.join(", "), id.quoted());
                 let rows =
                     client.simple_query(&sql).await.map_err(|e| catalog::query_error(&format!("reading the largest key of {id}"), e))?;
                 let max = rows.iter().find_map(|m| match m {
@@ -401,6 +445,7 @@ impl Incremental {
             if let Some(last) = &self.last_key {
                 conditions.push(format!("({tuple}) > ({})", literals(last)));
             }
+            conditions.extend(filter);
             let select = cols.iter().map(|c| quote_ident(&c.name)).collect::<Vec<_>>().join(", ");
             let sql = format!(
                 "SELECT {select} FROM {} WHERE {} ORDER BY {tuple} LIMIT {}",
@@ -436,7 +481,9 @@ impl Incremental {
     }
 
     fn finish_table(&mut self) {
-        self.collections.pop_front();
+        if let Some(t) = self.collections.pop_front() {
+            self.conditions.remove(&t);
+        }
         self.last_key = None;
         self.max_key = None;
         self.window = None;
@@ -487,6 +534,7 @@ mod tests {
         Incremental {
             chunk_size: 4,
             collections: [table.id.clone(), TableId { schema: "public".into(), table: "other".into() }].into(),
+            conditions: BTreeMap::from([(table.id.clone(), "v >= 0".to_owned())]),
             last_key: None,
             max_key: Some(vec!["9".into()]),
             paused: false,
@@ -568,6 +616,7 @@ mod tests {
             (s.collections.clone(), Some(vec!["3".into()]), Some(vec!["9".into()]))
         );
         assert!(back.wants_chunk());
+        assert_eq!(back.conditions, s.conditions, "the additional condition survives a restart");
     }
 
     #[test]
@@ -597,21 +646,32 @@ mod tests {
     fn parses_signals() {
         assert_eq!(
             signal("execute-snapshot", r#"{"data-collections": ["public.a", "public.b"], "type": "INCREMENTAL"}"#).action(),
-            Action::Execute(vec!["public.a".into(), "public.b".into()])
+            Action::Execute(vec!["public.a".into(), "public.b".into()], vec![])
         );
-        assert_eq!(signal("execute-snapshot", r#"{"data-collections": ["public.a"]}"#).action(), Action::Execute(vec!["public.a".into()]));
+        assert_eq!(
+            signal("execute-snapshot", r#"{"data-collections": ["public.a"]}"#).action(),
+            Action::Execute(vec!["public.a".into()], vec![])
+        );
         let Action::Rejected(why) = signal("execute-snapshot", r#"{"data-collections": ["public.a"], "type": "blocking"}"#).action() else {
             panic!("blocking accepted")
         };
         assert!(why.contains("blocking snapshots are not supported"), "{why}");
         assert!(matches!(signal("execute-snapshot", r#"{"data-collections": []}"#).action(), Action::Rejected(_)));
         assert!(matches!(signal("execute-snapshot", "not json").action(), Action::Rejected(_)));
-        assert!(matches!(
+        assert_eq!(
             signal(
                 "execute-snapshot",
                 r#"{"data-collections": ["public.a"], "additional-conditions": [{"data-collection": "public.a", "filter": "x=1"}]}"#
             )
             .action(),
+            Action::Execute(vec!["public.a".into()], vec![("public.a".into(), "x=1".into())])
+        );
+        assert!(matches!(
+            signal("execute-snapshot", r#"{"data-collections": ["public.a"], "additional-conditions": [{"filter": "x=1"}]}"#).action(),
+            Action::Rejected(_)
+        ));
+        assert!(matches!(
+            signal("execute-snapshot", r#"{"data-collections": ["public.a"], "surrogate-key": "k"}"#).action(),
             Action::Rejected(_)
         ));
         assert_eq!(signal("stop-snapshot", r#"{"type": "incremental"}"#).action(), Action::Stop(vec![]));

@@ -351,6 +351,13 @@ impl Stream {
                     touched.extend(old.as_ref().and_then(|o| key_of(*relation, o.datums())).map(|k| (*relation, k)));
                 }
                 Message::Delete { relation, old } => touched.extend(key_of(*relation, old.datums()).map(|k| (*relation, k))),
+                Message::Truncate { relations, .. } => {
+                    for oid in relations {
+                        if let Some(Some(t)) = self.relations.get(oid) {
+                            ctx.incremental.truncated(&t.id);
+                        }
+                    }
+                }
                 _ => {}
             }
             for (relation, key) in touched {
