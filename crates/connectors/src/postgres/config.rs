@@ -41,6 +41,7 @@ pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
 pub const SIGNAL_DATA_COLLECTION: &str = "signal.data.collection";
 pub const SIGNAL_ENABLED_CHANNELS: &str = "signal.enabled.channels";
 pub const INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "incremental.snapshot.chunk.size";
+pub const INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY: &str = "incremental.snapshot.watermarking.strategy";
 pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
 
 pub const DEFAULT_PORT: &str = "5432";
@@ -100,7 +101,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "snapshot.max.threads",
     "snapshot.delay.ms",
     "streaming.delay.ms",
-    "incremental.snapshot.watermarking.strategy",
     "read.only",
     "xmin.fetch.interval.ms",
     "event.processing.failure.handling.mode",
@@ -259,6 +259,16 @@ pub fn def() -> ConfigDef {
                 .default_value(DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE)
                 .validator(Validator::AtLeast(1)),
         )
+        .define(
+            ConfigKey::new(
+                INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY,
+                ConfigType::String,
+                Importance::Low,
+                "How chunk windows are marked in the signal table; this version supports insert_insert (an open and a close row per chunk).",
+            )
+            .default_value("insert_insert")
+            .validator(Validator::one_of(&["insert_insert", "insert_delete"])),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -312,6 +322,12 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     }
     if let Some(v) = value(SSLMODE).filter(|v| v != "disable" && v != "prefer") {
         out.push((SSLMODE.to_owned(), format!("database.sslmode={v} is not supported yet (TLS is not built in); use disable or prefer")));
+    }
+    if value(INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY).as_deref() == Some("insert_delete") {
+        out.push((
+            INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY.to_owned(),
+            "incremental.snapshot.watermarking.strategy=insert_delete is not supported yet; use insert_insert".to_owned(),
+        ));
     }
     if let Some(v) = value(SNAPSHOT_MODE).filter(|v| matches!(v.as_str(), "configuration_based" | "custom" | "recovery")) {
         out.push((
@@ -530,6 +546,10 @@ mod tests {
         assert!(err.contains("signal.data.collection") && err.contains("<schema>.<table>"), "{err}");
         let err = PostgresConfig::parse(&props(&[("signal.enabled.channels", "source,kafka")])).unwrap_err().to_string();
         assert!(err.contains("signal.enabled.channels") && err.contains("\"kafka\""), "{err}");
+        assert!(PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "INSERT_INSERT")])).is_ok());
+        let err =
+            PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "insert_delete")])).unwrap_err().to_string();
+        assert!(err.contains("insert_delete") && err.contains("not supported yet"), "{err}");
         let err = PostgresConfig::parse(&props(&[("incremental.snapshot.chunk.size", "0")])).unwrap_err().to_string();
         assert!(err.contains("incremental.snapshot.chunk.size"), "{err}");
         let err = PostgresConfig::parse(&props(&[("topic.prefix", "")])).unwrap_err().to_string();
