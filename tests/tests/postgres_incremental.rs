@@ -90,6 +90,16 @@ fn start_worker(dir: &Path, pg: &Postgres, slot: &str, chunk: &str) -> Worker {
     w
 }
 
+/// Each close-window row waits 50 ms before it commits: concurrent changes then land
+/// between a chunk's read and its close (where a READ of the chunk would be stale), and a
+/// snapshot of many chunks takes long enough to be paused or killed in the middle.
+fn slow_close(pg: &Postgres) {
+    pg.sql(
+        "CREATE FUNCTION slow_close() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+         CREATE TRIGGER slow_close BEFORE INSERT ON dbz_signal FOR EACH ROW WHEN (NEW.type = 'snapshot-window-close') EXECUTE FUNCTION slow_close();",
+    );
+}
+
 fn signal(pg: &Postgres, id: &str, kind: &str, data: &str) {
     pg.sql(&format!("INSERT INTO dbz_signal (id, type, data) VALUES ('{id}', '{kind}', '{data}')"));
 }
@@ -175,12 +185,7 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     setup(&pg, ROWS);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    // Each close-window row waits 50 ms before it commits: the writer's changes then land
-    // between a chunk's read and its close, where a READ of the chunk would be stale.
-    pg.sql(
-        "CREATE FUNCTION slow_close() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
-         CREATE TRIGGER slow_close BEFORE INSERT ON dbz_signal FOR EACH ROW WHEN (NEW.type = 'snapshot-window-close') EXECUTE FUNCTION slow_close();",
-    );
+    slow_close(&pg);
     let mut w = start_worker(dir.path(), &pg, "sluice_incr", "100");
 
     // A blocking snapshot is not supported: the signal is refused in the log, the task runs on.
@@ -252,6 +257,7 @@ fn postgres_incremental_snapshot_pause_resume_and_stop() {
     setup(&pg, ROWS);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
+    slow_close(&pg);
     let _w = start_worker(dir.path(), &pg, "sluice_incr_stop", "10");
     let reads = || consume(&data, TOPIC).iter().filter(|r| op(r) == "r").count();
 

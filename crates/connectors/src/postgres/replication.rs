@@ -254,6 +254,10 @@ impl Stream {
             for r in &mut out[before..] {
                 ctx.incremental.stamp(&mut r.source_offset);
             }
+            if ctx.incremental.wants_chunk() {
+                // A window closed or a snapshot was asked for: the next poll reads a chunk.
+                break;
+            }
         }
         Ok(Batch { records: out, idle_end })
     }
