@@ -52,6 +52,9 @@
 //! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
 //!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
+//! - Incremental snapshots (`incremental.rs`): `insert_insert` watermarks only, no blocking
+//!   snapshots or surrogate keys; the offset's key fields are JSON, not Debezium's
+//!   serialized Java arrays; a pause does not survive a restart.
 //! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); no
 //!   TLS; one task.
 
