@@ -11,6 +11,7 @@ mod pg_s3;
 mod pipeline;
 mod postgres;
 mod postgres_features;
+mod postgres_incremental;
 mod rest;
 mod s3;
 mod secrets;

@@ -2,6 +2,7 @@
 //! typed configuration, and the Debezium keys it rejects by name because they are not
 //! implemented yet (a key that changes behaviour is never silently ignored).
 
+use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
 use super::transaction::TransactionTopic;
 use regex::{Regex, RegexBuilder};
@@ -37,6 +38,10 @@ pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
 pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
 pub const TOPIC_TRANSACTION: &str = "topic.transaction";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
+pub const SIGNAL_DATA_COLLECTION: &str = "signal.data.collection";
+pub const SIGNAL_ENABLED_CHANNELS: &str = "signal.enabled.channels";
+pub const INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "incremental.snapshot.chunk.size";
+pub const INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY: &str = "incremental.snapshot.watermarking.strategy";
 pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
 
 pub const DEFAULT_PORT: &str = "5432";
@@ -51,6 +56,7 @@ pub const DEFAULT_MAX_BATCH_SIZE: &str = "2048";
 pub const DEFAULT_MAX_QUEUE_SIZE: &str = "8192";
 pub const DEFAULT_POLL_INTERVAL_MS: &str = "500";
 pub const DEFAULT_STATUS_UPDATE_INTERVAL_MS: &str = "10000";
+pub const DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "1024";
 
 /// Debezium keys this version does not implement. Setting one is a configuration error
 /// that names it, instead of a silent difference in behaviour.
@@ -95,10 +101,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "snapshot.max.threads",
     "snapshot.delay.ms",
     "streaming.delay.ms",
-    "signal.data.collection",
-    "signal.enabled.channels",
-    "incremental.snapshot.chunk.size",
-    "incremental.snapshot.watermarking.strategy",
     "read.only",
     "xmin.fetch.interval.ms",
     "event.processing.failure.handling.mode",
@@ -250,6 +252,23 @@ pub fn def() -> ConfigDef {
                 .default_value("transaction")
                 .validator(Validator::NonEmpty),
         )
+        .define(ConfigKey::new(SIGNAL_DATA_COLLECTION, ConfigType::String, Importance::Low, "The signal table (schema.table, with columns id, type and data) whose inserts, read from the replication stream, are signals.").default_value(""))
+        .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from; this version supports source (the signal table) only.").default_value("source"))
+        .define(
+            ConfigKey::new(INCREMENTAL_SNAPSHOT_CHUNK_SIZE, ConfigType::Int, Importance::Low, "Rows read per chunk (one watermark window) of an incremental snapshot.")
+                .default_value(DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE)
+                .validator(Validator::AtLeast(1)),
+        )
+        .define(
+            ConfigKey::new(
+                INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY,
+                ConfigType::String,
+                Importance::Low,
+                "How chunk windows are marked in the signal table; this version supports insert_insert (an open and a close row per chunk).",
+            )
+            .default_value("insert_insert")
+            .validator(Validator::one_of(&["insert_insert", "insert_delete"])),
+        )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
 }
 
@@ -283,6 +302,9 @@ pub struct PostgresConfig {
     pub status_update_interval_ms: u64,
     /// Per-column rules: message keys, column mappers and the column filter.
     pub columns: ColumnRules,
+    /// `signal.data.collection`: the signal table read from the stream.
+    pub signal_table: Option<TableId>,
+    pub incremental_chunk_size: usize,
 }
 
 /// The errors of keys this version rejects, as `(key, message)` pairs.
@@ -300,6 +322,12 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     }
     if let Some(v) = value(SSLMODE).filter(|v| v != "disable" && v != "prefer") {
         out.push((SSLMODE.to_owned(), format!("database.sslmode={v} is not supported yet (TLS is not built in); use disable or prefer")));
+    }
+    if value(INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY).as_deref() == Some("insert_delete") {
+        out.push((
+            INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY.to_owned(),
+            "incremental.snapshot.watermarking.strategy=insert_delete is not supported yet; use insert_insert".to_owned(),
+        ));
     }
     if let Some(v) = value(SNAPSHOT_MODE).filter(|v| matches!(v.as_str(), "configuration_based" | "custom" | "recovery")) {
         out.push((
@@ -327,6 +355,28 @@ impl PostgresConfig {
                 }
             }
         }
+        for channel in c.list(SIGNAL_ENABLED_CHANNELS) {
+            if !channel.eq_ignore_ascii_case("source") {
+                return Err(ConnectError::config(
+                    SIGNAL_ENABLED_CHANNELS,
+                    format!("signal channel {channel:?} is not supported yet; only source (the signal table named by signal.data.collection) is"),
+                ));
+            }
+        }
+        let signal_table = match c.string(SIGNAL_DATA_COLLECTION).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()) {
+            None => None,
+            Some(name) => match name.split_once('.') {
+                Some((schema, table)) if !schema.is_empty() && !table.is_empty() && !table.contains('.') => {
+                    Some(TableId { schema: schema.to_owned(), table: table.to_owned() })
+                }
+                _ => {
+                    return Err(ConnectError::config(
+                        SIGNAL_DATA_COLLECTION,
+                        format!("{name:?} is not a fully-qualified table name; use <schema>.<table>"),
+                    ))
+                }
+            },
+        };
         let (include, exclude) = ColumnRules::column_filter(&c.list(COLUMN_INCLUDE_LIST), &c.list(COLUMN_EXCLUDE_LIST))?;
         Ok(Self {
             hostname: c.string(HOSTNAME).unwrap_or_default(),
@@ -384,6 +434,8 @@ impl PostgresConfig {
                 include,
                 exclude,
             },
+            signal_table,
+            incremental_chunk_size: c.int(INCREMENTAL_SNAPSHOT_CHUNK_SIZE) as usize,
         })
     }
 
@@ -487,6 +539,19 @@ mod tests {
         let err = PostgresConfig::parse(&props(&[("database.sslmode", "require")])).unwrap_err().to_string();
         assert!(err.contains("not supported yet"), "{err}");
         assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);
+        let c = PostgresConfig::parse(&props(&[("signal.data.collection", "public.dbz_signal")])).unwrap();
+        assert_eq!(c.signal_table, Some(TableId { schema: "public".into(), table: "dbz_signal".into() }));
+        assert_eq!(c.incremental_chunk_size, 1024);
+        let err = PostgresConfig::parse(&props(&[("signal.data.collection", "dbz_signal")])).unwrap_err().to_string();
+        assert!(err.contains("signal.data.collection") && err.contains("<schema>.<table>"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("signal.enabled.channels", "source,kafka")])).unwrap_err().to_string();
+        assert!(err.contains("signal.enabled.channels") && err.contains("\"kafka\""), "{err}");
+        assert!(PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "INSERT_INSERT")])).is_ok());
+        let err =
+            PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "insert_delete")])).unwrap_err().to_string();
+        assert!(err.contains("insert_delete") && err.contains("not supported yet"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("incremental.snapshot.chunk.size", "0")])).unwrap_err().to_string();
+        assert!(err.contains("incremental.snapshot.chunk.size"), "{err}");
         let err = PostgresConfig::parse(&props(&[("topic.prefix", "")])).unwrap_err().to_string();
         assert!(err.contains("topic.prefix"), "{err}");
     }

@@ -11,6 +11,9 @@
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
 //!          + transaction.rs (BEGIN/END records, `transaction` blocks); heartbeat.rs runs
 //!          `heartbeat.action.query` on a session of its own
+//!          incremental.rs: inserts into `signal.data.collection` are signals; an
+//!          `execute-snapshot` reads tables in chunks between watermark rows (DBLog) while
+//!          streaming goes on, with its progress in every offset
 //! column.rs: message keys, column mappers and the column filter, for snapshot and stream
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
@@ -49,6 +52,9 @@
 //! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
 //!   range types, ltree, multi-dimensional arrays;
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
+//! - Incremental snapshots (`incremental.rs`): `insert_insert` watermarks only, no blocking
+//!   snapshots or surrogate keys; the offset's key fields are JSON, not Debezium's
+//!   serialized Java arrays; a pause does not survive a restart.
 //! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); no
 //!   TLS; one task.
 
@@ -59,6 +65,7 @@ mod connector;
 mod decode;
 mod envelope;
 mod heartbeat;
+mod incremental;
 mod mapping;
 mod offset;
 mod replication;

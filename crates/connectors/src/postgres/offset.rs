@@ -15,6 +15,10 @@
 //! Debezium's offsets either: they say where an interrupted snapshot resumes (after that
 //! key of that table; see `snapshot.rs`).
 //!
+//! While an incremental snapshot runs, every offset also carries
+//! `incremental_snapshot_collections`, `incremental_snapshot_primary_key` and
+//! `incremental_snapshot_maximum_key` (see `incremental.rs`).
+//!
 //! `txn_seq` (not in Debezium's offsets) is the ordinal of the change inside its
 //! transaction: several changes can share one LSN (multi-row inserts such as `COPY`), so
 //! the LSN alone cannot say where to resume inside a transaction.

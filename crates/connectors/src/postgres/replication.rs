@@ -29,8 +29,9 @@ use tokio_postgres::Client;
 use super::catalog::{self, TableId, TypeResolver};
 use super::column::SourceColumn;
 use super::config::PostgresConfig;
-use super::decode::{self, Message, OldTuple, Relation};
+use super::decode::{self, Datum, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
+use super::incremental::{Emit, Incremental, Signal};
 use super::mapping::{Modes, SESSION_OPTIONS};
 use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
 use super::transaction::TxCounts;
@@ -120,11 +121,17 @@ pub struct StreamContext<'a> {
     pub modes: Modes,
     pub source_schema: &'a SchemaRef,
     pub partition: &'a SourcePartition,
+    /// Incremental snapshots: signals, watermark windows, progress in offsets.
+    pub incremental: &'a mut Incremental,
 }
 
 pub struct Stream {
     client: ReplicationClient,
     relations: HashMap<u32, Option<SharedTable>>,
+    /// Tuple positions of each captured relation's primary key, in key order.
+    keys: HashMap<u32, Vec<usize>>,
+    /// The signal table's relation and the positions of its id, type and data columns.
+    signal: Option<(u32, [usize; 3])>,
     txn: Option<Txn>,
     skip: Option<Skip>,
     last_commit_lsn: Lsn,
@@ -142,6 +149,8 @@ impl Stream {
         Ok(Self {
             client,
             relations: HashMap::new(),
+            keys: HashMap::new(),
+            signal: None,
             txn: None,
             skip: handed.skip,
             last_commit_lsn: handed.resume,
@@ -193,6 +202,7 @@ impl Stream {
                 Ok(Ok(None)) => return Err(ConnectError::retriable("replication stream ended")),
                 Ok(Err(e)) => return Err(stream_error(ctx.cfg, e)),
             };
+            let before = out.len();
             match event {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
                     let ts_usec = commit_time_micros + PG_EPOCH_OFFSET_MICROS;
@@ -241,11 +251,28 @@ impl Stream {
                 }
                 ReplicationEvent::Message { .. } | ReplicationEvent::StoppedAt { .. } => {}
             }
+            for r in &mut out[before..] {
+                ctx.incremental.stamp(&mut r.source_offset);
+            }
+            if ctx.incremental.wants_chunk() {
+                // A window closed or a snapshot was asked for: the next poll reads a chunk.
+                break;
+            }
         }
         Ok(Batch { records: out, idle_end })
     }
 
     async fn relation(&mut self, ctx: &mut StreamContext<'_>, rel: Relation) -> ConnectResult<()> {
+        if ctx.cfg.signal_table.as_ref().is_some_and(|t| t.schema == rel.namespace && t.table == rel.name) {
+            let at = |name: &str| rel.columns.iter().position(|c| c.name == name);
+            self.signal = match (at("id"), at("type"), at("data")) {
+                (Some(i), Some(t), Some(d)) => Some((rel.oid, [i, t, d])),
+                _ => {
+                    tracing::error!(table = %format!("{}.{}", rel.namespace, rel.name), "the signal table needs the columns id, type and data; its rows are not read as signals");
+                    None
+                }
+            };
+        }
         if !ctx.cfg.filter.includes(&rel.namespace, &rel.name) {
             self.relations.insert(rel.oid, None);
             return Ok(());
@@ -264,6 +291,9 @@ impl Stream {
                 pk_position: m.and_then(|m| m.pk_position),
             });
         }
+        let mut key: Vec<(usize, usize)> = specs.iter().enumerate().filter_map(|(i, s)| s.pk_position.map(|p| (p, i))).collect();
+        key.sort_unstable();
+        self.keys.insert(rel.oid, key.into_iter().map(|(_, i)| i).collect());
         let table = TableSchema::new(&ctx.cfg.topic_prefix, &ctx.cfg.dbname, id, specs, ctx.modes, ctx.source_schema, &ctx.cfg.columns);
         tracing::debug!(table = %table.id, oid = rel.oid, "relation (re)described");
         self.relations.insert(rel.oid, Some(Arc::new(table)));
@@ -291,6 +321,7 @@ impl Stream {
         if !msg.is_change() {
             return Ok(());
         }
+        let first_any = out.len();
         let txn = self.txn.as_mut().ok_or_else(|| ConnectError::fatal("row change outside a transaction in the replication stream"))?;
         txn.seq += 1;
         let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
@@ -304,6 +335,45 @@ impl Stream {
         } else if durable_already {
             return Ok(());
         }
+        if ctx.incremental.running() {
+            // A change to a row of the open window's chunk supersedes the row read.
+            let key_of = |relation: u32, datums: &[Datum]| {
+                self.keys.get(&relation).filter(|k| !k.is_empty()).and_then(|k| {
+                    k.iter()
+                        .map(|i| match datums.get(*i) {
+                            Some(Datum::Text(t)) => Some((*t).to_owned()),
+                            _ => None,
+                        })
+                        .collect::<Option<Vec<String>>>()
+                })
+            };
+            let mut touched = Vec::new();
+            match &msg {
+                Message::Insert { relation, new } => touched.extend(key_of(*relation, new).map(|k| (*relation, k))),
+                Message::Update { relation, old, new } => {
+                    touched.extend(key_of(*relation, new).map(|k| (*relation, k)));
+                    touched.extend(old.as_ref().and_then(|o| key_of(*relation, o.datums())).map(|k| (*relation, k)));
+                }
+                Message::Delete { relation, old } => touched.extend(key_of(*relation, old.datums()).map(|k| (*relation, k))),
+                Message::Truncate { relations, .. } => {
+                    for oid in relations {
+                        if let Some(Some(t)) = self.relations.get(oid) {
+                            ctx.incremental.truncated(&t.id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            for (relation, key) in touched {
+                if let Some(Some(t)) = self.relations.get(&relation) {
+                    ctx.incremental.changed(&t.id, key);
+                }
+            }
+        }
+        let signal = match (&msg, self.signal) {
+            (Message::Insert { relation, new }, Some((oid, columns))) if *relation == oid => Signal::from_tuple(new, columns),
+            _ => None,
+        };
         let first = out.len();
         let info = SourceInfo {
             ts_ms: ts_usec.div_euclid(1000),
@@ -316,8 +386,8 @@ impl Stream {
         let skipped = |op: char| ctx.cfg.skipped.contains(&op);
         match msg {
             Message::Insert { relation, new } => {
-                let Some(t) = self.table(relation)? else { return Ok(()) };
-                if !skipped('c') {
+                // (The signal table is read below even when it is not captured.)
+                if let Some(t) = self.table(relation)?.filter(|_| !skipped('c')) {
                     out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
                 }
             }
@@ -371,6 +441,15 @@ impl Stream {
                 out.truncate(first);
                 return Ok(());
             }
+        }
+        // Records before a signal carry the progress from before it.
+        for r in &mut out[first_any..] {
+            ctx.incremental.stamp(&mut r.source_offset);
+        }
+        if let Some(signal) = signal {
+            let emit = Emit { base: offset(), lsn, tx_id: i64::from(xid), source_schema: ctx.source_schema, partition: ctx.partition };
+            let reads = ctx.incremental.signal(ctx.cfg, ctx.catalog, &signal, emit).await?;
+            out.extend(reads);
         }
         // Even a change that produced no record is processed: a reconnect skips it too.
         *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };

@@ -25,6 +25,7 @@ use super::catalog::{self, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
+use super::incremental::Incremental;
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotState, StoredOffset};
 use super::replication::{self, Handed, Stream, StreamContext};
@@ -53,6 +54,7 @@ struct Running {
     progress: Progress,
     handed: Handed,
     heartbeat_action: Option<HeartbeatAction>,
+    incremental: Incremental,
     shutdown: CancellationToken,
 }
 
@@ -64,9 +66,15 @@ pub struct PostgresSourceTask {
 impl Running {
     async fn plan(cfg: PostgresConfig, stored: Option<SourceOffset>, shutdown: CancellationToken) -> ConnectResult<Self> {
         let catalog = catalog::connect(&cfg).await.map_err(|(_, e)| e)?;
+        let incremental = Incremental::restore(&cfg, stored.as_ref());
         let stored = stored.as_ref().map(StoredOffset::parse).transpose()?;
         let tables = catalog::tables(&catalog, &cfg.filter).await?;
-        catalog::ensure_publication(&catalog, &cfg, &tables).await?;
+        let mut published = tables.clone();
+        if let Some(signal) = cfg.signal_table.as_ref().filter(|t| !tables.contains(t)) {
+            // Signals are read from the stream: the signal table is published, not captured.
+            published.push(signal.clone());
+        }
+        catalog::ensure_publication(&catalog, &cfg, &published).await?;
         let slot = catalog::slot(&catalog, &cfg.slot_name).await?;
         if let Some(s) = &slot {
             if s.plugin != "pgoutput" || s.database != cfg.dbname {
@@ -179,6 +187,7 @@ impl Running {
         };
         Ok(Self {
             heartbeat_action: HeartbeatAction::new(&cfg),
+            incremental,
             cfg,
             catalog,
             resolver: TypeResolver::default(),
@@ -223,6 +232,11 @@ impl Running {
                 if self.stream.is_none() {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
                 }
+                if self.incremental.wants_chunk() {
+                    self.incremental.next_chunk(&self.cfg, &self.catalog, &mut self.resolver, self.modes, &self.source_schema).await?;
+                }
+                // A failed batch is read again: so is what it did to the incremental snapshot.
+                let incremental_before = self.incremental.running().then(|| self.incremental.clone());
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(self.cfg.poll_interval_ms.min(1000));
                 let mut ctx = StreamContext {
                     cfg: &self.cfg,
@@ -231,6 +245,7 @@ impl Running {
                     modes: self.modes,
                     source_schema: &self.source_schema,
                     partition: &self.partition,
+                    incremental: &mut self.incremental,
                 };
                 let stream = self.stream.as_mut().expect("opened above");
                 let result = tokio::select! {
@@ -247,6 +262,9 @@ impl Running {
                         Ok(batch.records)
                     }
                     Err(e) => {
+                        if let Some(before) = incremental_before {
+                            self.incremental = before;
+                        }
                         tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
                         if let Some(s) = self.stream.take() {
                             s.close().await;
