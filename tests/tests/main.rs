@@ -14,5 +14,6 @@ mod postgres_features;
 mod rest;
 mod s3;
 mod secrets;
+mod tls;
 mod transforms;
 mod warehouse;
