@@ -7,6 +7,9 @@
 #                                  not running
 #   postgres.sh status DIR         exit 0 when running
 #
+# With PG_TLS=1 at creation the cluster serves TLS with a certificate for 127.0.0.1/localhost
+# signed by a throwaway CA (DIR/tls/ca.crt) and refuses unencrypted TCP connections.
+#
 # Idempotent: starting a running cluster only prints its connection info. Postgres refuses to
 # run as root, so as root initdb/pg_ctl run as the 'postgres' OS user (created when missing).
 # Authentication is trust on loopback (also for replication connections). fsync is off: do not
@@ -41,6 +44,22 @@ case "$cmd" in
     if [[ ! -f "$dir/data/PG_VERSION" ]]; then
       as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
+      if [[ "${PG_TLS:-0}" == 1 ]]; then
+        mkdir -p "$dir/tls"
+        (
+          cd "$dir/tls"
+          openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3 -subj "/CN=sluice test CA" 2>/dev/null
+          openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
+          printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >server.ext
+          openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 3 -extfile server.ext 2>/dev/null
+        )
+        chmod 600 "$dir/tls/server.key"
+        [[ $(id -u) -eq 0 ]] && chown -R postgres:postgres "$dir/tls"
+        chmod 755 "$dir/tls"; chmod 644 "$dir/tls/ca.crt"
+        { printf 'hostnossl all all 127.0.0.1/32 reject\nhostnossl replication all 127.0.0.1/32 reject\n'; cat "$dir/data/pg_hba.conf"; } >"$dir/hba.tmp"
+        as_owner cp "$dir/hba.tmp" "$dir/data/pg_hba.conf"; rm -f "$dir/hba.tmp"
+        printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" "$dir/tls/server.crt" "$dir/tls/server.key" | as_owner tee -a "$dir/data/postgresql.conf" >/dev/null
+      fi
     fi
     as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $port -k $dir \
       -c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20 \

@@ -508,9 +508,24 @@ pub struct Postgres {
 
 impl Postgres {
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// A cluster that serves TLS only (unencrypted TCP connections are refused); its CA
+    /// certificate is [`Postgres::ca_cert`].
+    pub fn start_tls() -> Self {
+        Self::start_with(true)
+    }
+
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.path().join("tls/ca.crt")
+    }
+
+    fn start_with(tls: bool) -> Self {
         let port = free_port();
         let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").expect("a directory for the cluster");
         let out = Command::new("bash")
+            .env("PG_TLS", if tls { "1" } else { "0" })
             .arg(service_script("postgres.sh"))
             .arg("start")
             .arg(dir.path())

@@ -15,5 +15,6 @@ mod postgres_incremental;
 mod rest;
 mod s3;
 mod secrets;
+mod tls;
 mod transforms;
 mod warehouse;

@@ -8,6 +8,7 @@ pub mod discard;
 pub mod file_sink;
 pub mod file_source;
 pub mod jdbc_sink;
+pub mod pg_tls;
 pub mod postgres;
 #[cfg(feature = "s3")]
 pub mod s3_sink;

@@ -8,6 +8,7 @@
 //! named in `connector.class`. Keys of either dialect that this version does not implement
 //! are rejected by name ([`unsupported`]), never ignored.
 
+use crate::pg_tls::{PgTls, SslMode};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, ParsedConfig, Props, Secret, Validator};
 
 pub const CONNECTION_URL: &str = "connection.url";
@@ -133,6 +134,8 @@ pub struct PgUrl {
     pub password: Option<Secret>,
     pub current_schema: Option<String>,
     pub application_name: Option<String>,
+    /// `sslmode`, `ssl`, `sslrootcert` and `sslfactory` as pgJDBC reads them.
+    pub tls: PgTls,
 }
 
 #[derive(Debug, Clone)]
@@ -260,7 +263,9 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
         password: None,
         current_schema: None,
         application_name: None,
+        tls: PgTls::new(SslMode::Prefer, None),
     };
+    let (mut sslmode, mut ssl, mut non_validating) = (None, None, false);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v = percent_decode(v);
@@ -269,15 +274,30 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
             "password" => out.password = Some(Secret::new(v)),
             "currentSchema" => out.current_schema = Some(v),
             "ApplicationName" | "applicationName" => out.application_name = Some(v),
-            "sslmode" | "ssl" if matches!(v.as_str(), "disable" | "prefer" | "allow" | "false") => {}
-            "sslmode" | "ssl" => {
-                return Err(format!("{k}={v} in connection.url is not supported yet (TLS is not built in); use sslmode=disable or prefer"))
+            "sslmode" => sslmode = Some(SslMode::parse(&v).map_err(|e| format!("connection.url: {e}"))?),
+            "ssl" => ssl = Some(v.eq_ignore_ascii_case("true") || v.is_empty()),
+            "sslrootcert" => out.tls.root_cert = Some(std::path::PathBuf::from(v)),
+            "sslfactory" if v == "org.postgresql.ssl.NonValidatingFactory" => non_validating = true,
+            "sslfactory" | "sslcert" | "sslkey" | "sslpassword" => {
+                return Err(format!(
+                    "connection.url parameter {k:?} is not supported yet (client certificates and custom factories); remove it"
+                ))
             }
             "connectTimeout" | "socketTimeout" | "tcpKeepAlive" | "reWriteBatchedInserts" | "stringtype" => {
                 // Tuning of the Java driver with no effect on how or what this sink writes.
             }
             other => return Err(format!("connection.url parameter {other:?} is not supported yet; remove it")),
         }
+    }
+    // pgJDBC: `ssl=true` alone means verify-full; `sslmode` wins over `ssl`.
+    out.tls.mode = match (sslmode, ssl) {
+        (Some(m), _) => m,
+        (None, Some(true)) => SslMode::VerifyFull,
+        (None, Some(false)) => SslMode::Disable,
+        (None, None) => SslMode::Prefer,
+    };
+    if non_validating && matches!(out.tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+        out.tls.mode = SslMode::Require;
     }
     Ok(out)
 }
@@ -445,6 +465,7 @@ impl JdbcSinkConfig {
             .password(self.password.expose())
             .dbname(&self.url.dbname)
             .application_name(self.url.application_name.as_deref().unwrap_or("sluice-jdbc-sink"))
+            .ssl_mode(self.url.tls.tokio_mode())
             .connect_timeout(std::time::Duration::from_secs(10));
         let mut options = String::from("-c TimeZone=UTC -c DateStyle=ISO,YMD");
         if let Some(schema) = &self.url.current_schema {
@@ -471,7 +492,17 @@ mod tests {
         assert_eq!(u.password.as_ref().map(Secret::expose), Some("p"));
         assert_eq!(parse_url("jdbc:postgresql://h/db").unwrap().port, 5432);
         assert!(parse_url("jdbc:mysql://h/db").unwrap_err().contains("only PostgreSQL"));
-        assert!(parse_url("jdbc:postgresql://h/db?sslmode=require").unwrap_err().contains("not supported yet"));
+        assert_eq!(parse_url("jdbc:postgresql://h/db?sslmode=require").unwrap().tls, PgTls::new(SslMode::Require, None));
+        assert_eq!(
+            parse_url("jdbc:postgresql://h/db?ssl=true&sslrootcert=/r.pem").unwrap().tls,
+            PgTls::new(SslMode::VerifyFull, Some("/r.pem".into()))
+        );
+        assert_eq!(
+            parse_url("jdbc:postgresql://h/db?ssl=true&sslfactory=org.postgresql.ssl.NonValidatingFactory").unwrap().tls.mode,
+            SslMode::Require
+        );
+        assert_eq!(parse_url("jdbc:postgresql://h/db").unwrap().tls.mode, SslMode::Prefer);
+        assert!(parse_url("jdbc:postgresql://h/db?sslcert=/c.pem").unwrap_err().contains("sslcert"));
         assert!(parse_url("jdbc:postgresql://h/db?loggerLevel=DEBUG").unwrap_err().contains("loggerLevel"));
     }
 

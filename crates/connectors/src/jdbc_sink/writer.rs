@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use sluice_api::TopicPartition;
-use tokio_postgres::{Client, NoTls, Transaction};
+use tokio_postgres::{Client, Transaction};
 
 use super::batch::{Batch, Row, Step, TableBatch, TableName};
 use super::config::{InsertMode, JdbcSinkConfig};
@@ -103,7 +103,13 @@ impl PgWriter {
         let mut attempt = 0;
         let client = loop {
             attempt += 1;
-            match pg.connect(NoTls).await {
+            let tls = self.cfg.url.tls.connector().map_err(|message| WriteError {
+                kind: ErrorKind::Fatal,
+                message,
+                source: None,
+                origin: None,
+            })?;
+            match pg.connect(tls).await {
                 Ok((client, conn)) => {
                     tokio::spawn(async move {
                         if let Err(e) = conn.await {

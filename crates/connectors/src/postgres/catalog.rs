@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use pgwire_replication::Lsn;
 use sluice_api::{ConnectError, ConnectResult};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use super::config::{self, AutocreateMode, PostgresConfig, TableFilter};
 use super::mapping::{self, PgType};
@@ -60,7 +60,9 @@ pub struct SlotInfo {
 
 /// Opens an ordinary session; errors name the configuration key at fault where they can.
 pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectError)> {
-    match cfg.pg_config().connect(NoTls).await {
+    let tls =
+        cfg.tls.connector().map_err(|e| (super::config::SSLROOTCERT.to_owned(), ConnectError::config(super::config::SSLROOTCERT, e)))?;
+    match cfg.pg_config().connect(tls).await {
         Ok((client, connection)) => {
             tokio::spawn(async move {
                 if let Err(e) = connection.await {

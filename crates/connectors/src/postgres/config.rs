@@ -5,6 +5,7 @@
 use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
 use super::transaction::TransactionTopic;
+use crate::pg_tls::{PgTls, SslMode};
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -14,6 +15,7 @@ pub const USER: &str = "database.user";
 pub const PASSWORD: &str = "database.password";
 pub const DBNAME: &str = "database.dbname";
 pub const SSLMODE: &str = "database.sslmode";
+pub const SSLROOTCERT: &str = "database.sslrootcert";
 pub const TOPIC_PREFIX: &str = "topic.prefix";
 pub const PLUGIN_NAME: &str = "plugin.name";
 pub const SLOT_NAME: &str = "slot.name";
@@ -65,7 +67,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "database.sslcert",
     "database.sslkey",
     "database.sslpassword",
-    "database.sslrootcert",
     "database.sslfactory",
     "database.tcpKeepAlive",
     "database.initial.statements",
@@ -172,9 +173,13 @@ pub fn def() -> ConfigDef {
         .define(ConfigKey::new(PASSWORD, ConfigType::Password, Importance::High, "Password of the database user.").default_value(""))
         .define(s(DBNAME, "The database to capture changes from.").validator(Validator::NonEmpty))
         .define(
-            ConfigKey::new(SSLMODE, ConfigType::String, Importance::Medium, "Whether to use an encrypted connection. This version supports disable and prefer (which connects without TLS).")
+            ConfigKey::new(SSLMODE, ConfigType::String, Importance::Medium, "Whether to use an encrypted connection: disable, prefer (TLS when the server offers it), require, verify-ca or verify-full.")
                 .default_value(DEFAULT_SSLMODE)
                 .validator(Validator::one_of(&["disable", "prefer", "allow", "require", "verify-ca", "verify-full"])),
+        )
+        .define(
+            ConfigKey::new(SSLROOTCERT, ConfigType::String, Importance::Medium, "PEM file of the certificate authorities that sign the server's certificate (verify-ca, verify-full; with require it is checked too).")
+                .default_value(""),
         )
         .define(s(TOPIC_PREFIX, "Prefix of every topic name, and the logical name of this server in offsets and in source.name.").validator(Validator::NonEmpty))
         .define(
@@ -275,6 +280,8 @@ pub fn def() -> ConfigDef {
 /// The typed configuration of one connector (and of its single task).
 #[derive(Debug, Clone)]
 pub struct PostgresConfig {
+    /// `database.sslmode` and `database.sslrootcert`.
+    pub tls: PgTls,
     pub hostname: String,
     pub port: u16,
     pub user: String,
@@ -319,9 +326,6 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     let value = |k: &str| props.get(k).map(|v| v.trim().to_ascii_lowercase());
     if let Some(v) = value(PLUGIN_NAME).filter(|v| v != "pgoutput") {
         out.push((PLUGIN_NAME.to_owned(), format!("plugin.name={v} is not supported yet; only pgoutput (built into PostgreSQL 10+) is")));
-    }
-    if let Some(v) = value(SSLMODE).filter(|v| v != "disable" && v != "prefer") {
-        out.push((SSLMODE.to_owned(), format!("database.sslmode={v} is not supported yet (TLS is not built in); use disable or prefer")));
     }
     if value(INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY).as_deref() == Some("insert_delete") {
         out.push((
@@ -378,7 +382,10 @@ impl PostgresConfig {
             },
         };
         let (include, exclude) = ColumnRules::column_filter(&c.list(COLUMN_INCLUDE_LIST), &c.list(COLUMN_EXCLUDE_LIST))?;
+        let ssl_mode = SslMode::parse(&c.string(SSLMODE).unwrap_or_else(|| DEFAULT_SSLMODE.to_owned()))
+            .map_err(|e| ConnectError::config(SSLMODE, e))?;
         Ok(Self {
+            tls: PgTls::new(ssl_mode, c.string(SSLROOTCERT).filter(|p| !p.trim().is_empty()).map(std::path::PathBuf::from)),
             hostname: c.string(HOSTNAME).unwrap_or_default(),
             port: c.int(PORT) as u16,
             user: c.string(USER).unwrap_or_default(),
@@ -448,6 +455,7 @@ impl PostgresConfig {
             .password(self.password.expose())
             .dbname(&self.dbname)
             .application_name("sluice-postgres")
+            .ssl_mode(self.tls.tokio_mode())
             .options(super::mapping::SESSION_OPTIONS)
             .connect_timeout(std::time::Duration::from_secs(10));
         c
@@ -536,8 +544,9 @@ mod tests {
         assert_eq!(c.columns.mappers.len(), 1);
         let err = PostgresConfig::parse(&props(&[("column.mask.with.five.chars", "x.y.z")])).unwrap_err().to_string();
         assert!(err.contains("column.mask.with.five.chars"), "{err}");
-        let err = PostgresConfig::parse(&props(&[("database.sslmode", "require")])).unwrap_err().to_string();
-        assert!(err.contains("not supported yet"), "{err}");
+        let c =
+            PostgresConfig::parse(&props(&[("database.sslmode", "verify-full"), ("database.sslrootcert", "/etc/pg/root.crt")])).unwrap();
+        assert_eq!(c.tls, PgTls::new(SslMode::VerifyFull, Some("/etc/pg/root.crt".into())));
         assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);
         let c = PostgresConfig::parse(&props(&[("signal.data.collection", "public.dbz_signal")])).unwrap();
         assert_eq!(c.signal_table, Some(TableId { schema: "public".into(), table: "dbz_signal".into() }));

@@ -30,8 +30,9 @@
 //!
 //! Transports: `tokio-postgres` for catalog queries and snapshots, `pgwire-replication`
 //! for the replication protocol (its reader task keeps sending standby status while the
-//! hand-off channel is full). TLS is not built in: `database.sslmode` accepts `disable`
-//! and `prefer` (which then connects in plain text, like a libpq without SSL support).
+//! hand-off channel is full). Both take TLS from `database.sslmode` (libpq's modes, `prefer`
+//! by default) and `database.sslrootcert` (see `crate::pg_tls`); client certificates
+//! (`database.sslcert`/`sslkey`) are not supported yet and are rejected.
 //!
 //! Known gaps of this version:
 //! - A fast Postgres shutdown still waits while records are in flight: until the runtime
@@ -55,8 +56,8 @@
 //! - Incremental snapshots (`incremental.rs`): `insert_insert` watermarks only, no blocking
 //!   snapshots or surrogate keys; the offset's key fields are JSON, not Debezium's
 //!   serialized Java arrays; a pause does not survive a restart.
-//! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); no
-//!   TLS; one task.
+//! - `transaction` is null unless `provide.transaction.metadata` (see `transaction.rs`); one
+//!   task.
 
 mod catalog;
 mod column;

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pgwire_replication::{Lsn, PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent, TlsConfig};
+use pgwire_replication::{Lsn, PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent};
 use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourcePartition, SourceRecord, Struct, Value};
 use tokio_postgres::Client;
 
@@ -40,7 +40,7 @@ use super::transaction::TxCounts;
 pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ReplicationConfig {
     ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
         .with_port(cfg.port)
-        .with_tls(TlsConfig::disabled())
+        .with_tls(cfg.tls.replication(&cfg.hostname))
         .with_start_lsn(start)
         .with_ack_lsn(ack)
         .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
