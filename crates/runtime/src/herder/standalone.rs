@@ -777,7 +777,7 @@ impl Herder for StandaloneHerder {
             return Err(HerderError::BadRequest(format!("Connector name {name:?} must not contain control characters")));
         }
         config.insert("name".to_owned(), name.to_owned());
-        let (infos, plugin) = validate::validate(&self.plugins, &config)?;
+        let (infos, plugin) = validate::validate(&self.plugins, &config, self.worker.override_policy)?;
         if infos.error_count() > 0 {
             return Err(HerderError::BadRequest(invalid_message(&infos)));
         }
@@ -1042,7 +1042,7 @@ impl Herder for StandaloneHerder {
     }
 
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos> {
-        let (mut infos, plugin) = validate::validate(&self.plugins, props)?;
+        let (mut infos, plugin) = validate::validate(&self.plugins, props, self.worker.override_policy)?;
         let extra = (plugin.create)().validate_extra(props).await;
         for (key, error) in extra {
             match infos.configs.iter_mut().find(|(_, v)| v.name == key) {
