@@ -103,9 +103,10 @@ fn kafka_sink_consumer_override_auto_offset_reset_latest_skips_old_records() {
 }
 
 /// Producer overrides reach the source task's own producer: a valid one (gzip, a client
-/// id) delivers; one librdkafka refuses fails the task with a trace naming the key.
+/// id) delivers; one librdkafka refuses fails the task with a trace naming the key. The
+/// same for a sink's consumer overrides.
 #[test]
-fn kafka_source_producer_overrides_apply_to_its_own_producer() {
+fn kafka_source_producer_and_sink_consumer_overrides_apply_to_their_own_clients() {
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let w = Worker::start(&dir.path().join("worker"), &[("bootstrap.servers", &broker.bootstrap), ("producer.linger.ms", "5")]);
@@ -132,6 +133,17 @@ fn kafka_source_producer_overrides_apply_to_its_own_producer() {
     assert_eq!(topic_len(&broker.bootstrap, "bad"), 0);
     // The shared clients are untouched: the first source still runs.
     w.wait_running("gz", 1);
+
+    // Consumer overrides reach the sink's readers the same way.
+    let out = dir.path().join("out.txt");
+    let (code, body) = w.post("/connectors", &sink("badsink", &out, "gz", &[("consumer.override.fetch.min.bytes", "lots")]));
+    assert_eq!(code, 201, "{body}");
+    let status = w.wait_for("/connectors/badsink/status", Duration::from_secs(30), |_, b| b["tasks"][0]["state"] == "FAILED");
+    let trace = status["tasks"][0]["trace"].as_str().unwrap();
+    assert!(trace.contains("connector property consumer.override.fetch.min.bytes"), "{trace}");
+    let (code, body) = w.post("/connectors", &sink("goodsink", &out, "gz", &[("consumer.override.fetch.min.bytes", "1")]));
+    assert_eq!(code, 201, "{body}");
+    eventually(Duration::from_secs(30), "the sink with its own consumer reads the gzip topic", || read_lines(&out) == ["a", "b", "c"]);
 }
 
 /// `None` refuses every override, on POST and on validate, naming the key; `Principal`
