@@ -482,7 +482,7 @@ impl StandaloneHerder {
         if overrides.is_empty() {
             return Ok(self.log.clone());
         }
-        match self.log.with_client_overrides(&overrides) {
+        match self.log.with_client_overrides(&overrides.clone().with_client_ids(&id.connector, id.task)) {
             Ok(Some(log)) => {
                 tracing::info!(task = ?id, overrides = ?overrides.keys(), "task runs with its own Kafka clients (connector client overrides)");
                 Ok(log)

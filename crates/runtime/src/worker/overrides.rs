@@ -110,6 +110,21 @@ impl ClientOverrides {
         self.producer.is_empty() && self.consumer.is_empty() && self.admin.is_empty()
     }
 
+    /// With Connect's per-task `client.id` (`connector-producer-<connector>-<task>`,
+    /// `connector-consumer-…`, `connector-adminclient-…`) wherever the connector does not
+    /// set one, when there are overrides that need clients of their own
+    /// (`auto.offset.reset` alone does not). Distinct ids also keep brokers from taking a
+    /// task's clients for the worker's.
+    pub fn with_client_ids(mut self, connector: &str, task: u32) -> Self {
+        if self.keys().iter().all(|k| k.ends_with(&format!(".{OFFSET_RESET_KEY}"))) {
+            return self;
+        }
+        for (map, role) in [(&mut self.producer, "producer"), (&mut self.consumer, "consumer"), (&mut self.admin, "adminclient")] {
+            map.entry("client.id".to_owned()).or_insert_with(|| format!("connector-{role}-{connector}-{task}"));
+        }
+        self
+    }
+
     /// The prefixed keys, for log lines (never the values: some are credentials).
     pub fn keys(&self) -> Vec<String> {
         let with = |prefix: &str, m: &Props| m.keys().map(|k| format!("{prefix}{k}")).collect::<Vec<_>>();
@@ -223,6 +238,13 @@ mod tests {
         assert_eq!(o.consumer, props(&[("fetch.min.bytes", "1")]));
         assert_eq!(o.admin, props(&[("request.timeout.ms", "100")]));
         assert!(ClientOverrides::default().is_empty());
+        let named = o.clone().with_client_ids("c", 2);
+        assert_eq!(named.consumer["client.id"], "connector-consumer-c-2");
+        assert_eq!(named.admin["client.id"], "connector-adminclient-c-2");
+        let own = ClientOverrides::from_connector_config(&props(&[("producer.override.client.id", "mine")])).with_client_ids("c", 0);
+        assert_eq!((own.producer["client.id"].as_str(), own.consumer["client.id"].as_str()), ("mine", "connector-consumer-c-0"));
+        let reset_only = ClientOverrides::from_connector_config(&props(&[("consumer.override.auto.offset.reset", "latest")]));
+        assert_eq!(reset_only.clone().with_client_ids("c", 0), reset_only, "auto.offset.reset alone needs no clients of its own");
         assert_eq!(o.keys(), ["producer.override.linger.ms", "consumer.override.fetch.min.bytes", "admin.override.request.timeout.ms"]);
     }
 
