@@ -7,6 +7,7 @@ mod distributed;
 mod docker;
 mod errors;
 mod kafka;
+mod kafka_overrides;
 mod pg_s3;
 mod pipeline;
 mod postgres;

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::validate::{self, invalid_message, redact};
 use super::*;
-use crate::log::Log;
+use crate::log::{ClientOverrides, Log};
 use crate::plugins::Plugins;
 use crate::store::config::{ConfigSnapshot, ConfigStore, ConnectorConfigState};
 use crate::store::offset::{ConnectorOffsets, OffsetStore};
@@ -34,6 +34,7 @@ use crate::task::source::SourceRunner;
 use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
 use crate::transform::TransformChain;
 use crate::worker::config::WorkerConfig;
+use crate::worker::overrides::OffsetReset;
 
 struct TaskHandle {
     shutdown: CancellationToken,
@@ -399,6 +400,7 @@ impl StandaloneHerder {
         let converters = RecordConverters::build(&key, &value, &header)?;
         let errors = ErrorPolicy::from_config(&config)?;
         let transforms = TransformChain::from_connector_config(&config)?;
+        let log = self.task_log(&config, id)?;
         // In a group, a task may run on a worker that does not run its connector.
         let fresh;
         let instance = match (&entry.instance, &self.cluster) {
@@ -433,7 +435,7 @@ impl StandaloneHerder {
                     offsets: Arc::new(ConnectorOffsets { store: self.offsets.clone(), connector: id.connector.clone() }),
                     shutdown: CancellationToken::new(),
                 },
-                log: self.log.clone(),
+                log,
                 transforms,
                 converters,
                 errors,
@@ -454,7 +456,7 @@ impl StandaloneHerder {
                     id: id.clone(),
                     task,
                     ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
-                    log: self.log.clone(),
+                    log,
                     converters: Arc::new(converters),
                     transforms: Arc::new(transforms),
                     errors,
@@ -462,12 +464,40 @@ impl StandaloneHerder {
                     subscription,
                     group: format!("connect-{}", id.connector),
                     task_count: entry.state.tasks.len() as u32,
+                    offset_reset: OffsetReset::resolve(&config, &self.worker.props)
+                        .map_err(|(key, message)| sluice_api::ConnectError::config(key, message))?,
                     commit_interval: self.worker.offset_flush_interval,
                     target: entry.target_tx.subscribe(),
                     state,
                 })
             }
         })
+    }
+
+    /// The log a task runs on: this worker's, or one whose Kafka clients carry the
+    /// connector's client overrides (`producer.override.*`, …). Overrides the log cannot
+    /// apply (the embedded log) are ignored, with one line per connector (from task 0).
+    fn task_log(&self, config: &Props, id: &ConnectorTaskId) -> Result<Arc<dyn Log>, sluice_api::ConnectError> {
+        let overrides = ClientOverrides::from_connector_config(config);
+        if overrides.is_empty() {
+            return Ok(self.log.clone());
+        }
+        match self.log.with_client_overrides(&overrides.clone().with_client_ids(&id.connector, id.task)) {
+            Ok(Some(log)) => {
+                tracing::info!(task = ?id, overrides = ?overrides.keys(), "task runs with its own Kafka clients (connector client overrides)");
+                Ok(log)
+            }
+            Ok(None) => {
+                if id.task == 0 {
+                    let ignored: Vec<String> = overrides.keys().into_iter().filter(|k| !k.ends_with(".auto.offset.reset")).collect();
+                    if !ignored.is_empty() {
+                        tracing::info!(connector = %id.connector, overrides = ?ignored, "client overrides have no meaning on the embedded log; ignored");
+                    }
+                }
+                Ok(self.log.clone())
+            }
+            Err(e) => Err(sluice_api::ConnectError::fatal_from("cannot create the Kafka clients with the connector's client overrides", e)),
+        }
     }
 
     /// Stops tasks and the connector instance (the entry stays).
@@ -777,7 +807,7 @@ impl Herder for StandaloneHerder {
             return Err(HerderError::BadRequest(format!("Connector name {name:?} must not contain control characters")));
         }
         config.insert("name".to_owned(), name.to_owned());
-        let (infos, plugin) = validate::validate(&self.plugins, &config)?;
+        let (infos, plugin) = validate::validate(&self.plugins, &config, self.worker.override_policy)?;
         if infos.error_count() > 0 {
             return Err(HerderError::BadRequest(invalid_message(&infos)));
         }
@@ -1042,7 +1072,7 @@ impl Herder for StandaloneHerder {
     }
 
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos> {
-        let (mut infos, plugin) = validate::validate(&self.plugins, props)?;
+        let (mut infos, plugin) = validate::validate(&self.plugins, props, self.worker.override_policy)?;
         let extra = (plugin.create)().validate_extra(props).await;
         for (key, error) in extra {
             match infos.configs.iter_mut().find(|(_, v)| v.name == key) {

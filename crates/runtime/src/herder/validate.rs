@@ -6,6 +6,7 @@ use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConfigValue, ConnectorKind, C
 
 use super::{ConfigInfos, HerderError};
 use crate::plugins::Plugins;
+use crate::worker::overrides::{self, OffsetReset, OverridePolicy};
 
 pub const COMMON_GROUP: &str = "Common";
 
@@ -103,8 +104,9 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
     def
 }
 
-/// Full validation, as `PUT /connector-plugins/{class}/config/validate` answers it.
-pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
+/// Full validation, as `PUT /connector-plugins/{class}/config/validate` answers it;
+/// `policy` is the worker's `connector.client.config.override.policy`.
+pub fn validate(plugins: &Plugins, props: &Props, policy: OverridePolicy) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
     let class = props
         .get("connector.class")
         .filter(|c| !c.trim().is_empty())
@@ -176,6 +178,30 @@ pub fn validate(plugins: &Plugins, props: &Props) -> Result<(ConfigInfos, Connec
             (true, false) => {}
         }
     }
+    // Client overrides: refused by the policy, or (auto.offset.reset, which the sink task
+    // applies itself) not a valid value.
+    let mut client_errors = policy.violations(props);
+    if let Err((key, error)) = OffsetReset::resolve(props, &Props::new()) {
+        client_errors.push((key, error));
+    }
+    for (key, error) in client_errors {
+        match values.iter_mut().find(|v| v.name == key) {
+            Some(v) => v.errors.push(error),
+            None => values.push(ConfigValue {
+                name: key.clone(),
+                value: props.get(&key).map(|v| {
+                    if overrides::is_secret_client_key(&key) {
+                        sluice_api::secret::REDACTED.to_owned()
+                    } else {
+                        v.clone()
+                    }
+                }),
+                recommended_values: Vec::new(),
+                errors: vec![error],
+                visible: true,
+            }),
+        }
+    }
     for key in props.keys() {
         if !def.knows(key) && !PASSTHROUGH_PREFIXES.iter().any(|p| key.starts_with(p)) {
             values.push(ConfigValue {
@@ -215,7 +241,8 @@ pub fn redact(def: &ConfigDef, props: &Props) -> Props {
     props
         .iter()
         .map(|(k, v)| {
-            let secret = def.key(k).is_some_and(|key| key.ty == ConfigType::Password);
+            let secret = def.key(k).is_some_and(|key| key.ty == ConfigType::Password)
+                || (overrides::PREFIXES.iter().any(|p| k.starts_with(p)) && overrides::is_secret_client_key(k));
             if secret && !v.is_empty() && !(v.starts_with("${") && v.ends_with('}')) {
                 (k.clone(), sluice_api::secret::REDACTED.to_owned())
             } else {

@@ -52,8 +52,8 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use sluice_api::{Props, TopicPartition};
 
 use super::{
-    AckChain, AppendFuture, CleanupPolicy, Log, LogError, LogRecord, LogResult, PartitionDescription, Produce, StoredRecord, TopicConfig,
-    TopicDescription,
+    AckChain, AppendFuture, CleanupPolicy, ClientOverrides, Log, LogError, LogRecord, LogResult, PartitionDescription, Produce,
+    StoredRecord, TopicConfig, TopicDescription,
 };
 
 pub mod settings;
@@ -232,7 +232,8 @@ fn config_error(settings: &BTreeMap<String, Setting>, client: &str, e: KafkaErro
         KafkaError::ClientConfig(_, description, key, _) => {
             let origin = settings.get(key).map(|s| s.origin.clone()).unwrap_or_else(|| key.clone());
             LogError::Invalid(format!(
-                "worker property {origin} is not accepted by the Kafka {client} (librdkafka key {key}): {description}"
+                "{} is not accepted by the Kafka {client} (librdkafka key {key}): {description}",
+                settings::origin_label(&origin)
             ))
         }
         _ => LogError::Rejected { context: format!("cannot create the Kafka {client}"), source: Box::new(e) },
@@ -725,6 +726,18 @@ impl Log for KafkaLog {
                 .collect())
         })
         .await
+    }
+
+    /// A second set of clients (producer, admin, readers, group consumers) with the
+    /// overrides laid over this log's settings; only when they change a setting, so tasks
+    /// without overrides share this log's clients.
+    fn with_client_overrides(&self, overrides: &ClientOverrides) -> LogResult<Option<Arc<dyn Log>>> {
+        let clients = settings::with_overrides(&self.inner.options.clients, overrides)?;
+        if clients == self.inner.options.clients {
+            return Ok(None);
+        }
+        let options = KafkaOptions { clients, ..self.inner.options.clone() };
+        Ok(Some(Arc::new(KafkaLog::connect(options)?)))
     }
 
     async fn delete_group(&self, group: &str) -> LogResult<()> {

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -24,6 +25,7 @@ pub mod embedded;
 pub mod kafka;
 pub mod split;
 
+pub use crate::worker::overrides::ClientOverrides;
 pub(crate) use ack_chain::AckChain;
 
 pub type LogResult<T> = Result<T, LogError>;
@@ -200,4 +202,13 @@ pub trait Log: Send + Sync + 'static {
 
     /// Forgets a consumer group's committed offsets.
     async fn delete_group(&self, group: &str) -> LogResult<()>;
+
+    /// A log for one connector's tasks whose Kafka clients carry the connector's client
+    /// overrides (`producer.override.*`, …) on top of this log's settings, with clients of
+    /// its own. `None` when there is nothing to override or overrides have no meaning for
+    /// this log (the embedded log): then the tasks use this log as it is.
+    fn with_client_overrides(&self, overrides: &ClientOverrides) -> LogResult<Option<Arc<dyn Log>>> {
+        let _ = overrides;
+        Ok(None)
+    }
 }

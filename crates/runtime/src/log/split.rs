@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sluice_api::TopicPartition;
 
-use super::{AckChain, AppendFuture, Log, LogResult, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{AckChain, AppendFuture, ClientOverrides, Log, LogResult, Produce, StoredRecord, TopicConfig, TopicDescription};
 
 pub struct SplitLog {
     internal_topics: BTreeSet<String>,
@@ -48,6 +48,14 @@ impl SplitLog {
 impl Log for SplitLog {
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()> {
         self.route(name).ensure_topic(name, config).await
+    }
+
+    /// The data log with the overrides; the worker's own topics stay where they are.
+    fn with_client_overrides(&self, overrides: &ClientOverrides) -> LogResult<Option<Arc<dyn Log>>> {
+        Ok(self
+            .data
+            .with_client_overrides(overrides)?
+            .map(|data| Arc::new(SplitLog::new(self.internal_topics.iter().cloned(), self.internal.clone(), data)) as Arc<dyn Log>))
     }
 
     /// The data log's topics (the internal ones are the worker's own business, as they

@@ -2,7 +2,8 @@
 //!
 //! ## Progress tracking
 //! ```text
-//!  positions (next offset per partition, from the group's committed offsets or the start)
+//!  positions (next offset per partition, from the group's committed offsets, else
+//!             the start or the end of the partition as auto.offset.reset says)
 //!  log.read ─▶ convert ─▶ transform ─▶ SinkTask::put ─▶ positions advance
 //!  every offset.flush.interval.ms and on stop:
 //!    SinkTask::pre_commit(positions) ─▶ durable offsets ─▶ log.commit_group(connect-NAME)
@@ -30,6 +31,7 @@ use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{Log, LogError, Produce, StoredRecord};
 use crate::store::status::StatusStore;
 use crate::transform::{TransformChain, TransformRecord};
+use crate::worker::overrides::OffsetReset;
 
 /// At most this many records go to one `put`.
 pub const MAX_RECORDS_PER_PUT: usize = 5_000;
@@ -65,6 +67,8 @@ pub struct SinkRunner {
     /// Consumer group: `connect-<connector>`.
     pub group: String,
     pub task_count: u32,
+    /// Where a partition without a committed offset (or whose offset is gone) starts.
+    pub offset_reset: OffsetReset,
     pub commit_interval: Duration,
     pub target: watch::Receiver<TargetState>,
     pub state: StateReporter,
@@ -212,6 +216,7 @@ impl SinkRunner {
             transforms: self.transforms.clone(),
             errors: self.errors.clone(),
             id: self.id.clone(),
+            offset_reset: self.offset_reset,
         }
     }
 
@@ -241,7 +246,19 @@ impl SinkRunner {
         for tp in &new {
             let start = match committed.get(tp) {
                 Some(o) => *o,
-                None => self.log.offsets(tp).await?.0,
+                None => {
+                    let (start, end) = self.log.offsets(tp).await?;
+                    match self.offset_reset {
+                        OffsetReset::Earliest => start,
+                        OffsetReset::Latest => end,
+                        OffsetReset::None => {
+                            return Err(sluice_api::ConnectError::config(
+                                "auto.offset.reset",
+                                format!("no committed offset for {tp} in group {} and auto.offset.reset is none", self.group),
+                            ))
+                        }
+                    }
+                }
             };
             state.next.insert(tp.clone(), start);
         }
@@ -280,6 +297,7 @@ struct Reader {
     transforms: Arc<TransformChain>,
     errors: ErrorPolicy,
     id: ConnectorTaskId,
+    offset_reset: OffsetReset,
 }
 
 impl Reader {
@@ -302,9 +320,19 @@ impl Reader {
             let from = next[tp];
             match self.log.read(tp, from, MAX_FETCH_BYTES, wait).await {
                 Ok(batch) => out.extend(batch.into_iter().take(MAX_RECORDS_PER_PUT).map(|r| (tp.clone(), r))),
-                Err(LogError::OffsetOutOfRange { start, .. }) => {
-                    tracing::warn!(task = ?self.id, %tp, from, start, "offset out of range; resetting to the earliest offset");
-                    next.insert(tp.clone(), start);
+                Err(LogError::OffsetOutOfRange { start, end, .. }) => {
+                    let to = match self.offset_reset {
+                        OffsetReset::Latest => end,
+                        OffsetReset::Earliest => start,
+                        OffsetReset::None => {
+                            return Err(sluice_api::ConnectError::config(
+                                "auto.offset.reset",
+                                format!("offset {from} of {tp} is out of range ({start}..{end}) and auto.offset.reset is none"),
+                            ))
+                        }
+                    };
+                    tracing::warn!(task = ?self.id, %tp, from, to, "offset out of range; resetting as auto.offset.reset says");
+                    next.insert(tp.clone(), to);
                 }
                 Err(e) => return Err(e.into()),
             }

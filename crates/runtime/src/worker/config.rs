@@ -6,6 +6,7 @@
 //! | `bootstrap.servers` | unset | unset → topics live in the embedded log; set → data topics and sink groups in Kafka |
 //! | `security.protocol`, `sasl.*`, `ssl.*` | unset | Kafka client security, for every client (`log::kafka::settings`) |
 //! | `producer.*`, `consumer.*`, `admin.*` | unset | Kafka client settings per kind of client |
+//! | `connector.client.config.override.policy` | `All` | which `producer.override.*`, `consumer.override.*`, `admin.override.*` keys connectors may set (`All`, `Principal`, `None`; see [`super::overrides`]) |
 //! | `key.converter`, `value.converter` | `JsonConverter` | converters; `*.converter.<prop>` configure them |
 //! | `header.converter` | `SimpleHeaderConverter` | |
 //! | `offset.flush.interval.ms` | 60000 | how often source offsets and sink offsets are committed |
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use sluice_api::{ConnectError, ConnectResult, Props};
 
+use super::overrides::{OverridePolicy, POLICY_KEY};
 use super::providers::ConfigProviders;
 
 pub const DEFAULT_REST_PORT: u16 = 8083;
@@ -103,6 +105,8 @@ pub struct WorkerConfig {
     pub log_fsync: String,
     pub bootstrap_servers: Option<String>,
     pub providers: ConfigProviders,
+    /// `connector.client.config.override.policy`.
+    pub override_policy: OverridePolicy,
 }
 
 impl WorkerConfig {
@@ -145,6 +149,10 @@ impl WorkerConfig {
         };
         let bootstrap_servers = props.get("bootstrap.servers").filter(|s| !s.trim().is_empty()).cloned();
         let log_fsync = props.get("log.fsync").cloned().unwrap_or_else(|| "always".to_owned());
+        let override_policy = match props.get(POLICY_KEY) {
+            Some(v) => OverridePolicy::parse(v).map_err(|e| ConnectError::config(POLICY_KEY, e))?,
+            None => OverridePolicy::default(),
+        };
         Ok(Self {
             rest_host,
             rest_port,
@@ -162,6 +170,7 @@ impl WorkerConfig {
             log_fsync,
             bootstrap_servers,
             providers,
+            override_policy,
             props,
         })
     }
@@ -362,6 +371,18 @@ mod tests {
         assert!(err.to_string().contains("listeners"), "{err}");
         let err = WorkerConfig::from_sources(parse_properties("rest.port=abc\n"), []).unwrap_err();
         assert!(err.to_string().contains("rest.port"), "{err}");
+    }
+
+    #[test]
+    fn override_policy_defaults_to_all_and_rejects_unknown_names() {
+        let c = WorkerConfig::from_sources(Props::new(), []).unwrap();
+        assert_eq!(c.override_policy, OverridePolicy::All);
+        let c = WorkerConfig::from_sources(parse_properties("connector.client.config.override.policy=Principal\n"), []).unwrap();
+        assert_eq!(c.override_policy, OverridePolicy::Principal);
+        let env = [("CONNECT_CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY".to_owned(), "None".to_owned())];
+        assert_eq!(WorkerConfig::from_sources(Props::new(), env).unwrap().override_policy, OverridePolicy::None);
+        let err = WorkerConfig::from_sources(parse_properties("connector.client.config.override.policy=Some\n"), []).unwrap_err();
+        assert!(err.to_string().contains("connector.client.config.override.policy"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use sluice_api::Props;
 
-use crate::log::{LogError, LogResult};
+use crate::log::{ClientOverrides, LogError, LogResult};
 
 /// Which client a setting is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,7 +57,7 @@ const IGNORED: &[(&str, &str)] = &[
     ("max.block.ms", "appends wait for librdkafka's queue instead"),
     ("max.poll.records", "reads are bounded by bytes"),
     ("default.api.timeout.ms", "requests use the log's request timeout"),
-    ("auto.offset.reset", "the runtime positions readers itself"),
+    ("auto.offset.reset", "sink tasks apply it where a partition has no committed offset"),
     ("enable.auto.commit", "the runtime commits sink offsets itself"),
     ("group.id", "sink groups are named connect-<connector>"),
     ("client.dns.lookup", "librdkafka resolves every address"),
@@ -76,6 +76,28 @@ const IGNORED: &[(&str, &str)] = &[
     ("sasl.login.callback.handler.class", "JVM only"),
     ("retries", "librdkafka retries until delivery.timeout.ms"),
 ];
+
+/// `base` with a connector's client overrides laid over each kind (KIP-458): the keys are
+/// translated as the worker's are. `auto.offset.reset` is left out: the sink task applies it.
+pub fn with_overrides(base: &ClientSettings, overrides: &ClientOverrides) -> LogResult<ClientSettings> {
+    let mut out = base.clone();
+    for (kind, given, target) in [
+        (ClientKind::Producer, &overrides.producer, &mut out.producer),
+        (ClientKind::Consumer, &overrides.consumer, &mut out.consumer),
+        (ClientKind::Admin, &overrides.admin, &mut out.admin),
+    ] {
+        let prefix = format!("{}override.", kind.prefix());
+        let prefixed: Props = given.iter().map(|(k, v)| (format!("{prefix}{k}"), v.clone())).collect();
+        let mut translated = BTreeMap::new();
+        for (key, value) in given {
+            if key != crate::worker::overrides::OFFSET_RESET_KEY {
+                translate(&prefixed, &prefix, key, value, &mut translated)?;
+            }
+        }
+        target.extend(translated);
+    }
+    Ok(out)
+}
 
 /// Builds the settings of every client kind from the worker properties.
 pub fn from_worker_props(props: &Props) -> LogResult<ClientSettings> {
@@ -111,7 +133,7 @@ fn translate(props: &Props, prefix: &str, key: &str, value: &str, out: &mut BTre
         out.insert(k.to_owned(), Setting { value: v, origin: origin.clone() });
     };
     if let Some((_, why)) = IGNORED.iter().find(|(k, _)| *k == key) {
-        tracing::info!(property = %origin, reason = why, "worker property ignored by the Kafka log");
+        tracing::info!(property = %origin, reason = why, "client property ignored by the Kafka log");
         return Ok(());
     }
     // The store type decides how a store location is read; it may be given with or
@@ -237,12 +259,18 @@ fn jaas_options(s: &str) -> Vec<(String, String)> {
     }
 }
 
+/// `worker property producer.linger.ms` or `connector property producer.override.linger.ms`.
+pub fn origin_label(origin: &str) -> String {
+    let whose = if crate::worker::overrides::PREFIXES.iter().any(|p| origin.starts_with(p)) { "connector" } else { "worker" };
+    format!("{whose} property {origin}")
+}
+
 fn invalid(origin: &str, value: &str, expected: &str) -> LogError {
-    LogError::Invalid(format!("worker property {origin}={value:?} is invalid: expected {expected}"))
+    LogError::Invalid(format!("{}={value:?} is invalid: expected {expected}", origin_label(origin)))
 }
 
 fn unsupported(origin: &str, why: &str) -> LogError {
-    LogError::Invalid(format!("worker property {origin}: {why}"))
+    LogError::Invalid(format!("{}: {why}", origin_label(origin)))
 }
 
 #[cfg(test)]
@@ -300,6 +328,43 @@ mod tests {
         assert_eq!(values(&p12.producer)["ssl.keystore.location"], "/k.p12");
         let err = from_worker_props(&props(&[("sasl.jaas.config", "com.example.Custom required;")])).unwrap_err().to_string();
         assert!(err.contains("sasl.jaas.config") && err.contains("Custom"), "{err}");
+    }
+
+    #[test]
+    fn connector_overrides_lie_over_the_worker_settings() {
+        let base = from_worker_props(&props(&[
+            ("bootstrap.servers", "a:9092"),
+            ("producer.linger.ms", "20"),
+            ("consumer.fetch.max.wait.ms", "100"),
+        ]))
+        .unwrap();
+        let overrides = ClientOverrides::from_connector_config(&props(&[
+            ("producer.override.compression.type", "gzip"),
+            ("producer.override.linger.ms", "1"),
+            ("consumer.override.auto.offset.reset", "latest"),
+            (
+                "consumer.override.sasl.jaas.config",
+                r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="c" password="s";"#,
+            ),
+            ("admin.override.delivery.timeout.ms", "9"),
+        ]));
+        let s = with_overrides(&base, &overrides).unwrap();
+        let p = values(&s.producer);
+        assert_eq!((p["linger.ms"], p["compression.type"], p["bootstrap.servers"]), ("1", "gzip", "a:9092"));
+        assert_eq!(s.producer["linger.ms"].origin, "producer.override.linger.ms");
+        let c = values(&s.consumer);
+        assert_eq!((c["fetch.wait.max.ms"], c["sasl.username"], c["sasl.password"]), ("100", "c", "s"));
+        assert!(!c.contains_key("auto.offset.reset"), "the sink task applies auto.offset.reset");
+        assert!(!c.contains_key("compression.type"));
+        assert_eq!(values(&s.admin)["message.timeout.ms"], "9");
+        assert_eq!(with_overrides(&base, &ClientOverrides::default()).unwrap(), base);
+        let err = with_overrides(
+            &base,
+            &ClientOverrides::from_connector_config(&props(&[("producer.override.ssl.truststore.location", "/t.jks")])),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("connector property producer.override.ssl.truststore.location"), "{err}");
     }
 
     #[test]
