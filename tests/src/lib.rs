@@ -551,3 +551,40 @@ impl Drop for Postgres {
         let _ = Command::new("bash").arg(service_script("postgres.sh")).arg("stop").arg(self.dir.path()).arg("immediate").status();
     }
 }
+
+/// A psql session fed one SQL text per step (usually a transaction) until stopped:
+/// concurrent writes for a test. `step(i)` is the text of step `i`.
+pub struct SqlWriter {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(Child, u64)>,
+}
+
+impl SqlWriter {
+    pub fn start(pg: &Postgres, pause: Duration, step: impl Fn(i64) -> String + Send + 'static) -> SqlWriter {
+        use std::io::Write as _;
+        use std::sync::atomic::Ordering;
+        let mut child = pg.psql().command("postgres").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut stdin = child.stdin.take().unwrap();
+            let mut n: u64 = 0;
+            while !flag.load(Ordering::SeqCst) {
+                stdin.write_all(step(n as i64).as_bytes()).unwrap();
+                n += 1;
+                std::thread::sleep(pause);
+            }
+            drop(stdin);
+            (child, n)
+        });
+        SqlWriter { stop, thread }
+    }
+
+    /// Stops the writer; returns how many steps it wrote (all committed once psql exits).
+    pub fn finish(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (mut child, n) = self.thread.join().unwrap();
+        assert!(child.wait().unwrap().success(), "the writer's psql failed");
+        n
+    }
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_tests::{eventually, json, Json, Postgres, Worker};
+use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};
 
 const ROWS: i64 = 200_000;
 const TOPIC: &str = "pg.public.items";
@@ -27,51 +27,22 @@ fn confirmed_flush(pg: &Postgres) -> u64 {
     lsn(pg, &format!("(SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '{SLOT}')"))
 }
 
-/// A psql session fed transactions of inserts, updates and deletes until stopped.
-struct Writer {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Child, u64)>,
+/// Transactions of inserts, updates and deletes until stopped: new keys above ROWS,
+/// updates and deletes of snapshotted and new keys.
+fn writer(pg: &Postgres) -> SqlWriter {
+    SqlWriter::start(pg, Duration::from_millis(4), |i| {
+        format!(
+            "BEGIN; INSERT INTO items (id, v, note) VALUES ({new}, 0, 'new'); \
+             UPDATE items SET v = v + 1, note = 'upd' WHERE id IN ({a}, {b}); \
+             DELETE FROM items WHERE id IN ({c}, {d}); COMMIT;\n",
+            new = ROWS + 1 + i,
+            a = 1 + (i * 7919) % ROWS,
+            b = ROWS + 1 + i / 2,
+            c = 1 + (i * 104_729 + 13) % ROWS,
+            d = ROWS + 1 + i / 3 - 1,
+        )
+    })
 }
-
-impl Writer {
-    fn start(pg: &Postgres) -> Writer {
-        let mut child = pg.psql().command("postgres").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut stdin = child.stdin.take().unwrap();
-            let mut n: u64 = 0;
-            while !flag.load(Ordering::SeqCst) {
-                // New keys above ROWS; updates and deletes of snapshotted and new keys.
-                let i = n as i64;
-                let sql = format!(
-                    "BEGIN; INSERT INTO items (id, v, note) VALUES ({new}, 0, 'new'); \
-                     UPDATE items SET v = v + 1, note = 'upd' WHERE id IN ({a}, {b}); \
-                     DELETE FROM items WHERE id IN ({c}, {d}); COMMIT;\n",
-                    new = ROWS + 1 + i,
-                    a = 1 + (i * 7919) % ROWS,
-                    b = ROWS + 1 + i / 2,
-                    c = 1 + (i * 104_729 + 13) % ROWS,
-                    d = ROWS + 1 + i / 3 - 1,
-                );
-                stdin.write_all(sql.as_bytes()).unwrap();
-                n += 1;
-                std::thread::sleep(Duration::from_millis(4));
-            }
-            drop(stdin);
-            (child, n)
-        });
-        Writer { stop, thread }
-    }
-
-    fn finish(self) -> u64 {
-        self.stop.store(true, Ordering::SeqCst);
-        let (mut child, n) = self.thread.join().unwrap();
-        assert!(child.wait().unwrap().success(), "the writer's psql failed");
-        n
-    }
-}
-
 fn consume(data: &Path, topic: &str) -> Vec<Json> {
     let (code, out, err) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
     assert_eq!(code, 0, "{err}");
@@ -128,7 +99,7 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
-    let writer = Writer::start(&pg);
+    let writer = writer(&pg);
 
     // (a) SIGKILL during the snapshot, twice: each time part of the snapshot is written
     // and its last record is not. Before the second kill the durable snapshot position has

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_tests::{eventually, json, Json, Postgres, Worker};
+use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};
 
 const TOPIC: &str = "pg.public.items";
 
@@ -104,49 +104,21 @@ fn signal(pg: &Postgres, id: &str, kind: &str, data: &str) {
     pg.sql(&format!("INSERT INTO dbz_signal (id, type, data) VALUES ('{id}', '{kind}', '{data}')"));
 }
 
-/// A psql session fed transactions of inserts, updates and deletes until stopped.
-struct Writer {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Child, u64)>,
-}
-
-impl Writer {
-    fn start(pg: &Postgres, rows: i64) -> Writer {
-        let mut child = pg.psql().command("postgres").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut stdin = child.stdin.take().unwrap();
-            let mut n: u64 = 0;
-            while !flag.load(Ordering::SeqCst) {
-                let i = n as i64;
-                // Updates and deletes spread over the whole key range (so some land in the
-                // open window of a chunk) but only of keys 1, 2 and 3 mod 5, inserts above it.
-                let sql = format!(
-                    "BEGIN; INSERT INTO items (id, v, note) VALUES ({new}, 0, 'new'); \
-                     UPDATE items SET v = v + 1, note = 'upd' WHERE id IN ({a}, {b}); \
-                     DELETE FROM items WHERE id IN ({c}); COMMIT;\n",
-                    new = rows + 1 + i,
-                    a = 1 + 5 * ((i * 7919) % (rows / 5)),
-                    b = 2 + 5 * ((i * 31 + 5) % (rows / 5)),
-                    c = 3 + 5 * ((i * 104_729 + 13) % (rows / 5)),
-                );
-                stdin.write_all(sql.as_bytes()).unwrap();
-                n += 1;
-                std::thread::sleep(Duration::from_millis(3));
-            }
-            drop(stdin);
-            (child, n)
-        });
-        Writer { stop, thread }
-    }
-
-    fn finish(self) -> u64 {
-        self.stop.store(true, Ordering::SeqCst);
-        let (mut child, n) = self.thread.join().unwrap();
-        assert!(child.wait().unwrap().success(), "the writer's psql failed");
-        n
-    }
+/// Transactions of inserts, updates and deletes until stopped: updates and deletes
+/// spread over the whole key range (so some land in the open window of a chunk) but only
+/// of keys 1, 2 and 3 mod 5; inserts above it.
+fn writer(pg: &Postgres, rows: i64) -> SqlWriter {
+    SqlWriter::start(pg, Duration::from_millis(3), move |i| {
+        format!(
+            "BEGIN; INSERT INTO items (id, v, note) VALUES ({new}, 0, 'new'); \
+             UPDATE items SET v = v + 1, note = 'upd' WHERE id IN ({a}, {b}); \
+             DELETE FROM items WHERE id IN ({c}); COMMIT;\n",
+            new = rows + 1 + i,
+            a = 1 + 5 * ((i * 7919) % (rows / 5)),
+            b = 2 + 5 * ((i * 31 + 5) % (rows / 5)),
+            c = 3 + 5 * ((i * 104_729 + 13) % (rows / 5)),
+        )
+    })
 }
 
 /// The table's rows as `id -> (v, note)`.
@@ -195,7 +167,7 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     });
     assert!(consume(&data, TOPIC).iter().all(|r| op(r) != "r"), "a blocking signal read rows");
 
-    let writer = Writer::start(&pg, ROWS);
+    let writer = writer(&pg, ROWS);
     signal(&pg, "ad-hoc-1", "execute-snapshot", r#"{"data-collections": ["public.items"], "type": "INCREMENTAL"}"#);
 
     // SIGKILL once a part of the snapshot is durable, well before its end.
