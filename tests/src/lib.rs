@@ -544,6 +544,48 @@ impl Postgres {
     pub fn sql(&self, sql: &str) -> String {
         self.psql().sql("postgres", sql)
     }
+
+    /// A Debezium Postgres source on this cluster's `postgres` database capturing
+    /// `public.items` into `srv.public.items`, with `extra` keys on top.
+    pub fn source_config(&self, slot: &str, extra: &[(&str, &str)]) -> Json {
+        with_keys(
+            json!({
+                "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                "database.hostname": "127.0.0.1", "database.port": self.port.to_string(), "database.user": "postgres",
+                "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": slot,
+                "table.include.list": "public.items", "poll.interval.ms": "100"
+            }),
+            extra,
+        )
+    }
+
+    /// Debezium's JDBC sink writing `srv.public.items` into table `items` of database `db`
+    /// (upserts by record key, deletes), with `extra` keys on top; `url_params` are added to
+    /// the JDBC URL.
+    pub fn sink_config(&self, db: &str, url_params: &str, extra: &[(&str, &str)]) -> Json {
+        let url = format!(
+            "jdbc:postgresql://127.0.0.1:{}/{db}{}",
+            self.port,
+            if url_params.is_empty() { String::new() } else { format!("?{url_params}") }
+        );
+        with_keys(
+            json!({
+                "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+                "topics": "srv.public.items", "connection.url": url,
+                "connection.username": "postgres", "connection.password": "",
+                "insert.mode": "upsert", "primary.key.mode": "record_key", "delete.enabled": "true",
+                "collection.name.format": "${source.table}"
+            }),
+            extra,
+        )
+    }
+}
+
+fn with_keys(mut config: Json, extra: &[(&str, &str)]) -> Json {
+    for (k, v) in extra {
+        config[*k] = json!(v);
+    }
+    config
 }
 
 impl Drop for Postgres {

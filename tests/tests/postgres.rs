@@ -6,11 +6,7 @@
 //! missing Postgres fails the test.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};

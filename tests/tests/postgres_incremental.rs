@@ -7,11 +7,7 @@
 //! starting over. A second test stops, pauses and resumes a running snapshot.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};

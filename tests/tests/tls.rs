@@ -16,19 +16,7 @@ fn source_and_sink_reach_a_tls_only_postgres_and_verify_it() {
     pg.sql("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL); INSERT INTO items VALUES (1, 'seed')");
     let dir = tempfile::tempdir().unwrap();
     let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
-    let port = pg.port.to_string();
-    let source = |name: &str, extra: &[(&str, &str)]| {
-        let mut config = json!({
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": "127.0.0.1", "database.port": port, "database.user": "postgres",
-            "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": name,
-            "table.include.list": "public.items", "poll.interval.ms": "100"
-        });
-        for (k, v) in extra {
-            config[*k] = json!(v);
-        }
-        config
-    };
+    let source = |slot: &str, extra: &[(&str, &str)]| pg.source_config(slot, extra);
 
     // Without TLS the server turns the connector away, and the error says why.
     let (code, body) = w.put(
@@ -46,14 +34,7 @@ fn source_and_sink_reach_a_tls_only_postgres_and_verify_it() {
     assert_eq!(code, 201, "{body}");
     let (code, body) = w.post(
         "/connectors",
-        &json!({"name": "wh", "config": {
-            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-            "topics": "srv.public.items",
-            "connection.url": format!("jdbc:postgresql://127.0.0.1:{port}/wh?sslmode=verify-full&sslrootcert={ca}"),
-            "connection.username": "postgres", "connection.password": "",
-            "insert.mode": "upsert", "primary.key.mode": "record_key", "delete.enabled": "true",
-            "collection.name.format": "${source.table}", "schema.evolution": "basic"
-        }}),
+        &json!({"name": "wh", "config": pg.sink_config("wh", &format!("sslmode=verify-full&sslrootcert={ca}"), &[("schema.evolution", "basic")])}),
     );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);

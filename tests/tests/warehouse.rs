@@ -79,29 +79,14 @@ fn warehouse_mirrors_the_source_through_crashes() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
-    let port = pg.port.to_string();
     let (code, body) = w.post(
         "/connectors",
-        &json!({"name": "src", "config": {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": "127.0.0.1", "database.port": port, "database.user": "postgres",
-            "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": "wh_slot",
-            "table.include.list": "public.items", "skipped.operations": "none",
-            "poll.interval.ms": "100", "status.update.interval.ms": "500"
-        }}),
+        &json!({"name": "src", "config": pg.source_config("wh_slot", &[("skipped.operations", "none"), ("status.update.interval.ms", "500")])}),
     );
     assert_eq!(code, 201, "{body}");
     let (code, body) = w.post(
         "/connectors",
-        &json!({"name": "wh", "config": {
-            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-            "topics": "srv.public.items",
-            "connection.url": format!("jdbc:postgresql://127.0.0.1:{port}/wh"),
-            "connection.username": "postgres", "connection.password": "",
-            "insert.mode": "upsert", "primary.key.mode": "record_key",
-            "delete.enabled": "true", "truncate.enabled": "true", "schema.evolution": "basic",
-            "collection.name.format": "${source.table}", "batch.size": "200"
-        }}),
+        &json!({"name": "wh", "config": pg.sink_config("wh", "", &[("truncate.enabled", "true"), ("schema.evolution", "basic"), ("batch.size", "200")])}),
     );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
@@ -205,29 +190,14 @@ fn a_change_the_target_rejects_is_dead_lettered_and_the_rest_applied() {
     pg.psql().sql("wh", "CREATE TABLE items (id int PRIMARY KEY, name text, n int CHECK (n >= 0))");
     let dir = tempfile::tempdir().unwrap();
     let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
-    let port = pg.port.to_string();
-    let (code, body) = w.post(
-        "/connectors",
-        &json!({"name": "src", "config": {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": "127.0.0.1", "database.port": port, "database.user": "postgres",
-            "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": "dlq_slot",
-            "table.include.list": "public.items", "poll.interval.ms": "100"
-        }}),
-    );
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": pg.source_config("dlq_slot", &[])}));
     assert_eq!(code, 201, "{body}");
     let (code, body) = w.post(
         "/connectors",
-        &json!({"name": "wh", "config": {
-            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-            "topics": "srv.public.items",
-            "connection.url": format!("jdbc:postgresql://127.0.0.1:{port}/wh"),
-            "connection.username": "postgres", "connection.password": "",
-            "insert.mode": "upsert", "primary.key.mode": "record_key", "delete.enabled": "true",
-            "collection.name.format": "${source.table}", "batch.size": "100",
-            "errors.tolerance": "all", "errors.log.enable": "true",
-            "errors.deadletterqueue.topic.name": "wh-dlq", "errors.deadletterqueue.context.headers.enable": "true"
-        }}),
+        &json!({"name": "wh", "config": pg.sink_config("wh", "", &[
+            ("batch.size", "100"), ("errors.tolerance", "all"), ("errors.log.enable", "true"),
+            ("errors.deadletterqueue.topic.name", "wh-dlq"), ("errors.deadletterqueue.context.headers.enable", "true"),
+        ])}),
     );
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
