@@ -266,3 +266,66 @@ fn three_workers_share_the_work_and_take_over_from_one_that_stops() {
         }
     }
 }
+
+/// `sluice distributed` with these properties, expected to fail at start: its output.
+fn failing_start(dir: &std::path::Path, props: &[(String, String)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut text = format!("listeners=http://127.0.0.1:{}\n", sluice_tests::free_port());
+    for (k, v) in props {
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    let file = dir.join("worker.properties");
+    std::fs::write(&file, text).unwrap();
+    let mut child = std::process::Command::new(sluice_tests::binary())
+        .arg("distributed")
+        .arg(&file)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the worker kept running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The internal topics are created with `*.storage.replication.factor`: on this one-broker
+/// cluster a factor of 3 stops the worker at start with the broker's reason and the topic
+/// named, a factor of 1 works, and 0 is refused naming the key.
+#[test]
+fn storage_replication_factors_reach_the_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&dir.path().join("broker"));
+    // Each worker below is its own cluster (own group and topics).
+    let props_for = |n: &str, key: &str, factor: &str| -> Vec<(String, String)> {
+        let mut props: Vec<(String, String)> = cluster_props(&broker.bootstrap)
+            .into_iter()
+            .map(|(k, v)| match k.as_str() {
+                "group.id" | "config.storage.topic" | "offset.storage.topic" | "status.storage.topic" => (k, format!("{v}-{n}")),
+                _ => (k, v),
+            })
+            .collect();
+        props.push((key.to_owned(), factor.to_owned()));
+        props
+    };
+    let out = failing_start(&dir.path().join("a"), &props_for("a", "config.storage.replication.factor", "3")).to_lowercase();
+    assert!(out.contains("e2e-configs-a") && out.contains("replication factor"), "{out}");
+
+    let out = failing_start(&dir.path().join("c"), &props_for("c", "status.storage.replication.factor", "0"));
+    assert!(out.contains("status.storage.replication.factor"), "{out}");
+
+    let mut props = props_for("b", "config.storage.replication.factor", "1");
+    props.push(("offset.storage.replication.factor".into(), "1".into()));
+    props.push(("status.storage.replication.factor".into(), "1".into()));
+    let w = Worker::launch(&dir.path().join("b"), Launch::Distributed { props });
+    let (code, _) = w.get("/connectors");
+    assert_eq!(code, 200);
+}

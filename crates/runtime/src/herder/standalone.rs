@@ -153,9 +153,11 @@ impl StandaloneHerder {
         plugins: Arc<Plugins>,
         cluster: Option<Cluster>,
     ) -> Result<(Arc<Self>, ConfigSnapshot), crate::log::LogError> {
-        let (configs, snapshot) = ConfigStore::open(log.clone(), &worker.config_topic).await?;
-        let offsets = Arc::new(OffsetStore::open(log.clone(), &worker.offset_topic, worker.offset_partitions).await?);
-        let status = Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions).await?);
+        let (configs, snapshot) = ConfigStore::open(log.clone(), &worker.config_topic, worker.config_replication).await?;
+        let offsets =
+            Arc::new(OffsetStore::open(log.clone(), &worker.offset_topic, worker.offset_partitions, worker.offset_replication).await?);
+        let status =
+            Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions, worker.status_replication).await?);
         let (tx, rx) = mpsc::unbounded_channel();
         let herder = Arc::new(Self {
             worker_id: worker.worker_id(),

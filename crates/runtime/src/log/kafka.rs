@@ -404,6 +404,7 @@ impl Inner {
             },
             retention_ms: limit("retention.ms"),
             retention_bytes: limit("retention.bytes"),
+            replication_factor: None,
         })
     }
 }
@@ -557,10 +558,14 @@ impl Log for KafkaLog {
         let inner = &self.inner;
         let retention_ms = config.retention_ms.unwrap_or(-1).to_string();
         let retention_bytes = config.retention_bytes.unwrap_or(-1).to_string();
-        let topic = NewTopic::new(name, config.partitions, TopicReplication::Fixed(inner.options.replication_factor))
-            .set("cleanup.policy", config.cleanup.name())
-            .set("retention.ms", &retention_ms)
-            .set("retention.bytes", &retention_bytes);
+        let topic = NewTopic::new(
+            name,
+            config.partitions,
+            TopicReplication::Fixed(config.replication_factor.unwrap_or(inner.options.replication_factor)),
+        )
+        .set("cleanup.policy", config.cleanup.name())
+        .set("retention.ms", &retention_ms)
+        .set("retention.bytes", &retention_bytes);
         let results = inner
             .admin
             .create_topics([&topic], &inner.admin_options())

@@ -140,15 +140,29 @@ pub struct TopicConfig {
     pub retention_ms: Option<i64>,
     /// Per partition; `None` keeps data forever (by size).
     pub retention_bytes: Option<i64>,
+    /// Copies of each partition when the topic is created in Kafka (`None` or `-1`: the
+    /// log's default); the embedded log keeps one.
+    pub replication_factor: Option<i32>,
 }
 
 impl TopicConfig {
     pub fn new(partitions: i32) -> Self {
-        Self { partitions, cleanup: CleanupPolicy::Delete, retention_ms: Some(7 * 24 * 3600 * 1000), retention_bytes: None }
+        Self {
+            partitions,
+            cleanup: CleanupPolicy::Delete,
+            retention_ms: Some(7 * 24 * 3600 * 1000),
+            retention_bytes: None,
+            replication_factor: None,
+        }
     }
 
     pub fn compacted(partitions: i32) -> Self {
-        Self { partitions, cleanup: CleanupPolicy::Compact, retention_ms: None, retention_bytes: None }
+        Self { partitions, cleanup: CleanupPolicy::Compact, retention_ms: None, retention_bytes: None, replication_factor: None }
+    }
+
+    /// The same with this replication factor (`-1`: the log's default).
+    pub fn replicated(self, factor: i32) -> Self {
+        Self { replication_factor: (factor > 0).then_some(factor), ..self }
     }
 }
 

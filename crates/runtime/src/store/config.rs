@@ -35,8 +35,8 @@ pub struct ConfigStore {
 }
 
 impl ConfigStore {
-    pub async fn open(log: Arc<dyn Log>, topic: &str) -> LogResult<(Self, ConfigSnapshot)> {
-        log.ensure_topic(topic, TopicConfig::compacted(1)).await?;
+    pub async fn open(log: Arc<dyn Log>, topic: &str, replication: i32) -> LogResult<(Self, ConfigSnapshot)> {
+        log.ensure_topic(topic, TopicConfig::compacted(1).replicated(replication)).await?;
         let records = super::read_all(log.as_ref(), &TopicPartition::new(topic, 0)).await?;
         let mut snapshot = ConfigSnapshot::default();
         let mut pending: BTreeMap<String, BTreeMap<u32, Props>> = BTreeMap::new();

@@ -60,8 +60,8 @@ pub fn canonical(partition: &SourcePartition) -> String {
 }
 
 impl OffsetStore {
-    pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32) -> LogResult<Self> {
-        log.ensure_topic(topic, TopicConfig::compacted(partitions)).await?;
+    pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32, replication: i32) -> LogResult<Self> {
+        log.ensure_topic(topic, TopicConfig::compacted(partitions).replicated(replication)).await?;
         let count = log.partition_count(topic).await?;
         let data = read_entries(log.as_ref(), topic, count).await?;
         Ok(Self { log, topic: topic.to_owned(), partitions: count, data: RwLock::new(data) })

@@ -30,8 +30,8 @@ pub struct StatusStore {
 }
 
 impl StatusStore {
-    pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32) -> LogResult<Self> {
-        log.ensure_topic(topic, TopicConfig::compacted(partitions)).await?;
+    pub async fn open(log: Arc<dyn Log>, topic: &str, partitions: i32, replication: i32) -> LogResult<Self> {
+        log.ensure_topic(topic, TopicConfig::compacted(partitions).replicated(replication)).await?;
         let count = log.partition_count(topic).await?;
         let mut board = Board::default();
         for p in 0..count {

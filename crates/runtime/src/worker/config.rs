@@ -101,6 +101,11 @@ pub struct WorkerConfig {
     pub status_topic: String,
     pub offset_partitions: i32,
     pub status_partitions: i32,
+    /// `config.storage.replication.factor`, `offset.storage.…`, `status.storage.…`
+    /// (`-1`, the default here: the broker's `default.replication.factor`).
+    pub config_replication: i32,
+    pub offset_replication: i32,
+    pub status_replication: i32,
     pub data_dir: PathBuf,
     pub log_fsync: String,
     pub bootstrap_servers: Option<String>,
@@ -166,6 +171,9 @@ impl WorkerConfig {
             status_topic: string(&props, "status.storage.topic", "connect-status"),
             offset_partitions: positive(&props, "offset.storage.partitions", 25)?,
             status_partitions: positive(&props, "status.storage.partitions", 5)?,
+            config_replication: replication(&props, "config.storage.replication.factor")?,
+            offset_replication: replication(&props, "offset.storage.replication.factor")?,
+            status_replication: replication(&props, "status.storage.replication.factor")?,
             data_dir: PathBuf::from(string(&props, "data.dir", DEFAULT_DATA_DIR)),
             log_fsync,
             bootstrap_servers,
@@ -313,6 +321,20 @@ fn ms(props: &Props, key: &str, default: u64) -> ConnectResult<Duration> {
     match props.get(key) {
         Some(v) => parse_num::<u64>(props, key, v).map(Duration::from_millis),
         None => Ok(Duration::from_millis(default)),
+    }
+}
+
+/// A replication factor: at least 1, or -1 for the broker's default (the default here).
+fn replication(props: &Props, key: &str) -> ConnectResult<i32> {
+    match props.get(key) {
+        Some(v) => {
+            let n: i32 = parse_num(props, key, v)?;
+            if n < 1 && n != -1 {
+                return Err(ConnectError::config(key, format!("{n} must be at least 1, or -1 for the broker's default")));
+            }
+            Ok(n)
+        }
+        None => Ok(-1),
     }
 }
 

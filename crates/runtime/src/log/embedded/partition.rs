@@ -66,7 +66,13 @@ impl TopicFile {
             "compact" => CleanupPolicy::Compact,
             other => return Err(LogError::Invalid(format!("{}: unknown cleanup policy {other:?}", path.display()))),
         };
-        Ok(TopicConfig { partitions: self.partitions, cleanup, retention_ms: self.retention_ms, retention_bytes: self.retention_bytes })
+        Ok(TopicConfig {
+            partitions: self.partitions,
+            cleanup,
+            retention_ms: self.retention_ms,
+            retention_bytes: self.retention_bytes,
+            replication_factor: None,
+        })
     }
 }
 
@@ -393,7 +399,7 @@ mod tests {
     #[test]
     fn topic_file_round_trips() {
         let dir = tempfile::tempdir().unwrap();
-        let config = TopicConfig { partitions: 3, cleanup: CleanupPolicy::Compact, retention_ms: None, retention_bytes: Some(10) };
+        let config = TopicConfig { retention_bytes: Some(10), ..TopicConfig::compacted(3) };
         write_topic_file(dir.path(), &config).unwrap();
         assert_eq!(read_topic_file(dir.path()).unwrap(), config);
         assert!(!dir.path().join("topic.json.tmp").exists());
