@@ -331,6 +331,16 @@ pub fn table_name(cfg: &JdbcSinkConfig, topic: &str, source: Option<&Struct>) ->
     Ok(TableName { schema: schema.map(|s| fold(s, cfg.quote_identifiers)), table: fold(table, cfg.quote_identifiers) })
 }
 
+/// The next offset per partition once `records` are applied.
+pub fn next_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
+    let mut offsets = BTreeMap::new();
+    for r in records {
+        let next = offsets.entry(r.topic_partition()).or_insert(r.offset + 1);
+        *next = (*next).max(r.offset + 1);
+    }
+    offsets
+}
+
 /// Builds a batch from records, in order. Every record counts for the offsets, also those
 /// that write nothing (skipped operations).
 ///
@@ -339,14 +349,12 @@ pub fn table_name(cfg: &JdbcSinkConfig, topic: &str, source: Option<&Struct>) ->
 /// uses `${source.…}` and the topic was not seen yet, the tombstone is skipped: the delete
 /// event before it did the work).
 pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut HashMap<String, TableName>) -> Result<Batch, BadRecord> {
-    let mut batch = Batch::default();
+    let mut batch = Batch { offsets: next_offsets(records), ..Batch::default() };
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
     for record in records {
         let origin =
             Origin { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) };
-        let next = batch.offsets.entry(record.topic_partition()).or_insert(record.offset + 1);
-        *next = (*next).max(record.offset + 1);
         let oi = batch.origins.len();
         batch.origins.push(origin.clone());
         let fail = |reason: String| BadRecord { origin: origin.clone(), reason };

@@ -135,11 +135,7 @@ impl JdbcSinkTask {
     /// goes to [`Self::skip`]; the rest are written, and the offsets cover the skipped ones.
     async fn write_chunk(&mut self, connector: &str, chunk: &[SinkRecord]) -> ConnectResult<()> {
         let cfg = self.cfg.clone().expect("started");
-        let mut offsets = BTreeMap::new();
-        for r in chunk {
-            let next = offsets.entry(r.topic_partition()).or_insert(r.offset + 1);
-            *next = (*next).max(r.offset + 1);
-        }
+        let offsets = batch::next_offsets(chunk);
         let mut remaining: Option<Vec<SinkRecord>> = None;
         loop {
             let records = remaining.as_deref().unwrap_or(chunk);
