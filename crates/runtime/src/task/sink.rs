@@ -37,6 +37,9 @@ use crate::worker::overrides::OffsetReset;
 pub const MAX_RECORDS_PER_PUT: usize = 5_000;
 /// At most about this many bytes are read from one partition at a time.
 pub const MAX_FETCH_BYTES: usize = 1 << 20;
+/// A `put` gathers records up to about this many bytes (keys and values as stored), so
+/// sinks that write in batches get several batches' worth at once.
+pub const MAX_PUT_BYTES: usize = 4 << 20;
 /// How often a `topics.regex` subscription looks for new topics and partitions.
 const METADATA_REFRESH: Duration = Duration::from_secs(5);
 
@@ -290,6 +293,13 @@ impl SinkRunner {
 }
 
 /// What a sink task reads with: cheap to clone into a read-ahead.
+/// What a stored record weighs in a put: its key, value and header bytes.
+fn stored_size(r: &crate::log::LogRecord) -> usize {
+    r.key.as_ref().map_or(0, Vec::len)
+        + r.value.as_ref().map_or(0, Vec::len)
+        + r.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>()
+}
+
 #[derive(Clone)]
 struct Reader {
     log: Arc<dyn Log>,
@@ -301,8 +311,8 @@ struct Reader {
 }
 
 impl Reader {
-    /// Reads up to [`MAX_RECORDS_PER_PUT`] records, visiting partitions round robin; waits
-    /// briefly when all are at their end.
+    /// Reads up to [`MAX_RECORDS_PER_PUT`] records or about [`MAX_PUT_BYTES`], visiting
+    /// partitions round robin; waits briefly when all are at their end.
     async fn fetch(
         &self,
         next: &mut BTreeMap<TopicPartition, i64>,
@@ -314,12 +324,28 @@ impl Reader {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
+        let mut bytes = 0usize;
         for i in 0..tps.len() {
             let tp = &tps[(*cursor + i) % tps.len()];
             let wait = if out.is_empty() && i + 1 == tps.len() { Duration::from_millis(200) } else { Duration::ZERO };
             let from = next[tp];
             match self.log.read(tp, from, MAX_FETCH_BYTES, wait).await {
-                Ok(batch) => out.extend(batch.into_iter().take(MAX_RECORDS_PER_PUT).map(|r| (tp.clone(), r))),
+                Ok(mut batch) => {
+                    // Keep reading this partition while it has records at hand and the put
+                    // has room.
+                    loop {
+                        let Some(last) = batch.last().map(|r| r.offset) else { break };
+                        bytes += batch.iter().map(|r| stored_size(&r.record)).sum::<usize>();
+                        out.extend(batch.into_iter().map(|r| (tp.clone(), r)));
+                        if out.len() >= MAX_RECORDS_PER_PUT || bytes >= MAX_PUT_BYTES {
+                            break;
+                        }
+                        batch = match self.log.read(tp, last + 1, MAX_FETCH_BYTES, Duration::ZERO).await {
+                            Ok(more) => more,
+                            Err(_) => break, // the next fetch reads from there again and handles it
+                        };
+                    }
+                }
                 Err(LogError::OffsetOutOfRange { start, end, .. }) => {
                     let to = match self.offset_reset {
                         OffsetReset::Latest => end,
@@ -336,7 +362,7 @@ impl Reader {
                 }
                 Err(e) => return Err(e.into()),
             }
-            if out.len() >= MAX_RECORDS_PER_PUT {
+            if out.len() >= MAX_RECORDS_PER_PUT || bytes >= MAX_PUT_BYTES {
                 break;
             }
         }
