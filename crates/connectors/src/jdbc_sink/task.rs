@@ -22,7 +22,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sluice_api::{ConnectError, ConnectResult, ErrantRecordReporter, SinkRecord, SinkTask, SinkTaskContext, TopicPartition};
 
-use super::batch::{self, TableName};
+use super::batch::{self, BadRecord, Batch, TableName};
+
+/// A batch built ahead, and the topic → table map after it.
+type Built = (Result<Batch, BadRecord>, HashMap<String, TableName>);
 use super::config::JdbcSinkConfig;
 use super::dialect::{Dialect, ErrorKind, WriteError};
 use super::writer::PgWriter;
@@ -133,13 +136,25 @@ impl JdbcSinkTask {
 
     /// Writes one chunk and its offsets in one transaction. A record that cannot be written
     /// goes to [`Self::skip`]; the rest are written, and the offsets cover the skipped ones.
-    async fn write_chunk(&mut self, connector: &str, chunk: &[SinkRecord]) -> ConnectResult<()> {
+    /// `built`: the chunk's batch when it was built ahead (with `topic_tables` already
+    /// advanced past it). Returns whether the chunk was written as built, without a record
+    /// skipped.
+    async fn write_chunk(
+        &mut self,
+        connector: &str,
+        chunk: &[SinkRecord],
+        mut built: Option<Result<Batch, BadRecord>>,
+    ) -> ConnectResult<bool> {
         let cfg = self.cfg.clone().expect("started");
         let offsets = batch::next_offsets(chunk);
         let mut remaining: Option<Vec<SinkRecord>> = None;
         loop {
             let records = remaining.as_deref().unwrap_or(chunk);
-            let mut batch = match batch::build(&cfg, records, &mut self.topic_tables) {
+            let built = match built.take() {
+                Some(b) => b,
+                None => batch::build(&cfg, records, &mut self.topic_tables),
+            };
+            let mut batch = match built {
                 Ok(b) => b,
                 Err(bad) => {
                     let at = records
@@ -167,7 +182,7 @@ impl JdbcSinkTask {
                         let d = self.durable.entry(tp).or_insert(next);
                         *d = (*d).max(next);
                     }
-                    return Ok(());
+                    return Ok(remaining.is_none());
                 }
                 Err(e) => match e.kind {
                     ErrorKind::Retriable => return Err(self.retry_or_fail(e).await),
@@ -226,8 +241,37 @@ impl SinkTask for JdbcSinkTask {
             records.into_iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).collect();
         let cfg = self.cfg.clone().expect("started");
         let connector = self.connector();
-        for chunk in pending.chunks(cfg.batch_size) {
-            self.write_chunk(&connector, chunk).await?;
+        let mut chunks: Vec<Arc<Vec<SinkRecord>>> = Vec::new();
+        let mut pending = pending.into_iter().peekable();
+        while pending.peek().is_some() {
+            chunks.push(Arc::new(pending.by_ref().take(cfg.batch_size).collect()));
+        }
+        // While one chunk is written, the next one is built on another thread: the target
+        // and this process work at the same time.
+        let mut ahead: Option<tokio::task::JoinHandle<Built>> = None;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let built = match ahead.take() {
+                Some(handle) => match handle.await {
+                    Ok((batch, tables)) => {
+                        self.topic_tables = tables;
+                        Some(batch)
+                    }
+                    Err(e) => return Err(ConnectError::fatal(format!("building a batch failed: {e}"))),
+                },
+                None => {
+                    let batch = batch::build(&cfg, chunk, &mut self.topic_tables);
+                    Some(batch)
+                }
+            };
+            if let Some(next) = chunks.get(i + 1).filter(|_| built.as_ref().is_some_and(Result::is_ok)) {
+                let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());
+                ahead = Some(tokio::task::spawn_blocking(move || (batch::build(&cfg, &next, &mut tables), tables)));
+            }
+            if !self.write_chunk(&connector, chunk, built).await? {
+                // A record was skipped: the batch built ahead may name tables as the
+                // skipped record left them; build it again.
+                ahead = None;
+            }
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use sluice_api::TopicPartition;
-use tokio_postgres::{Client, Transaction};
+use tokio_postgres::Client;
 
 use super::batch::{Batch, Row, Step, TableBatch, TableName};
 use super::config::{InsertMode, JdbcSinkConfig};
@@ -150,8 +150,10 @@ impl PgWriter {
 }
 
 /// Looks a table's columns up; empty when the table does not exist.
-async fn columns_of(tx: &Transaction<'_>, t: &TableName) -> Result<Vec<(String, String)>, WriteError> {
+async fn columns_of(tx: &mut Tx<'_>, t: &TableName) -> Result<Vec<(String, String)>, WriteError> {
+    tx.flush().await?;
     let rows = tx
+        .client
         .query(
             "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
              WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
@@ -164,7 +166,7 @@ async fn columns_of(tx: &Transaction<'_>, t: &TableName) -> Result<Vec<(String, 
 
 /// Creates or evolves the table as needed; returns the target type of each batch column.
 async fn ensure_table(
-    tx: &Transaction<'_>,
+    tx: &mut Tx<'_>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     tb: &TableBatch,
@@ -196,7 +198,7 @@ async fn ensure_table(
         }
         let sql = format!("CREATE TABLE IF NOT EXISTS {} ({})", qualified(&tb.name), defs.join(", "));
         tracing::info!(table = %tb.name, %sql, "creating table");
-        tx.batch_execute(&sql).await.map_err(|e| classify(&format!("cannot create table {}", tb.name), e))?;
+        tx.run(sql, format!("cannot create table {}", tb.name), None).await?;
         cols = columns_of(tx, &tb.name).await?;
     }
     let missing: Vec<&super::batch::Column> = tb.columns.iter().filter(|c| !cols.iter().any(|(n, _)| *n == c.name)).collect();
@@ -215,7 +217,7 @@ async fn ensure_table(
         }
         let sql = format!("ALTER TABLE {} {}", qualified(&tb.name), adds.join(", "));
         tracing::info!(table = %tb.name, %sql, "adding columns");
-        tx.batch_execute(&sql).await.map_err(|e| classify(&format!("cannot add columns to {}", tb.name), e))?;
+        tx.run(sql, format!("cannot add columns to {}", tb.name), None).await?;
         cols = columns_of(tx, &tb.name).await?;
     }
     let types = lookup(&cols);
@@ -263,7 +265,7 @@ pub struct Staging {
 impl Staging {
     /// An empty staging table with these columns (and, with `mask`, the unchanged-columns
     /// list), for the current transaction.
-    async fn prepare(&mut self, tx: &Transaction<'_>, columns: &[(&str, &str)], mask: bool) -> Result<String, WriteError> {
+    fn prepare(&mut self, tx: &mut Tx<'_>, columns: &[(&str, &str)], mask: bool) -> String {
         let mut defs: Vec<String> = columns.iter().map(|(n, t)| format!("{} {t}", quote(n))).collect();
         if mask {
             defs.push(format!("{UNCHANGED_COLUMN} integer[]"));
@@ -272,15 +274,17 @@ impl Staging {
         let next = self.names.len();
         let name = self.names.entry(layout.clone()).or_insert_with(|| format!("sluice_stage_{next}")).clone();
         if self.used.contains(&name) {
-            tx.batch_execute(&format!("DELETE FROM {name}")).await.map_err(|e| classify("cannot empty a staging table", e))?;
+            tx.queue(format!("DELETE FROM {name}"), "cannot empty a staging table", None);
         } else if !self.committed.contains(&name) && !self.created.contains(&name) {
-            tx.batch_execute(&format!("CREATE TEMP TABLE IF NOT EXISTS {name} ({layout}) ON COMMIT DELETE ROWS"))
-                .await
-                .map_err(|e| classify("cannot create a staging table", e))?;
+            tx.queue(
+                format!("CREATE TEMP TABLE IF NOT EXISTS {name} ({layout}) ON COMMIT DELETE ROWS"),
+                "cannot create a staging table",
+                None,
+            );
             self.created.push(name.clone());
         }
         self.used.insert(name.clone());
-        Ok(name)
+        name
     }
 
     /// The current transaction ended: committed, or rolled back.
@@ -296,15 +300,14 @@ impl Staging {
 
 /// Fills a staging table with these columns and copies the rows in; returns its name.
 /// With `mask`, a last column lists the (1-based) columns each row leaves unchanged.
-async fn stage(
-    tx: &Transaction<'_>,
-    staging: &mut Staging,
-    columns: &[(&str, &str)],
-    rows: &[&Row],
-    mask: bool,
-) -> Result<String, WriteError> {
-    let name = staging.prepare(tx, columns, mask).await?;
-    let sink = tx.copy_in::<_, Bytes>(&format!("COPY {name} FROM STDIN")).await.map_err(|e| classify("cannot start COPY", e))?;
+async fn stage(tx: &mut Tx<'_>, staging: &mut Staging, columns: &[(&str, &str)], rows: &[&Row], mask: bool) -> Result<String, WriteError> {
+    let name = staging.prepare(tx, columns, mask);
+    // The statements queued so far go out with the COPY, in one round trip.
+    let queued = tx.take();
+    let copy = format!("COPY {name} FROM STDIN");
+    let (before, sink) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.copy_in::<_, Bytes>(&copy));
+    before?;
+    let sink = sink.map_err(|e| classify("cannot start COPY", e))?;
     futures_util::pin_mut!(sink);
     let mut buf = Vec::with_capacity(COPY_CHUNK + 4096);
     for row in rows {
@@ -341,7 +344,7 @@ async fn stage(
 
 /// Applies one table's steps.
 async fn apply_table(
-    tx: &Transaction<'_>,
+    tx: &mut Tx<'_>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     tb: &TableBatch,
@@ -362,17 +365,17 @@ async fn apply_table(
     for step in &tb.steps {
         match step {
             Step::Truncate { origin } => {
-                tx.batch_execute(&format!("TRUNCATE TABLE {target}"))
-                    .await
-                    .map_err(|e| at(classify(&format!("cannot truncate {}", tb.name), e), *origin))?;
+                tx.queue(format!("TRUNCATE TABLE {target}"), format!("cannot truncate {}", tb.name), Some(*origin));
             }
             Step::Apply(seg) => {
                 if !seg.deletes.is_empty() {
                     let rows: Vec<&Row> = seg.deletes.iter().collect();
                     let name = stage(tx, staging, keys, &rows, false).await.map_err(|e| at(e, rows[0].origin))?;
-                    tx.batch_execute(&format!("DELETE FROM {target} AS t USING {name} AS s WHERE {}", key_match("t", "s")))
-                        .await
-                        .map_err(|e| at(classify(&format!("cannot delete from {}", tb.name), e), rows[0].origin))?;
+                    tx.queue(
+                        format!("DELETE FROM {target} AS t USING {name} AS s WHERE {}", key_match("t", "s")),
+                        format!("cannot delete from {}", tb.name),
+                        Some(rows[0].origin),
+                    );
                 }
                 let rows: Vec<&Row> = seg.rows().collect();
                 if rows.is_empty() {
@@ -432,7 +435,7 @@ async fn apply_table(
                     }
                 }
                 for sql in statements {
-                    tx.batch_execute(&sql).await.map_err(|e| at(classify(&format!("cannot write to {}", tb.name), e), first))?;
+                    tx.queue(sql, format!("cannot write to {}", tb.name), Some(first));
                 }
             }
         }
@@ -441,7 +444,7 @@ async fn apply_table(
 }
 
 async fn apply(
-    tx: &Transaction<'_>,
+    tx: &mut Tx<'_>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     batch: &Batch,
@@ -477,16 +480,29 @@ impl Dialect for PgWriter {
         let mut cache = std::mem::take(&mut self.tables);
         let mut staging = std::mem::take(&mut self.staging);
         let client = self.client.as_mut().expect("connected");
+        let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
+        let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
+        let next: Vec<i64> = batch.offsets.values().copied().collect();
+        let mut tx = Tx::begin(client);
         let result = async {
-            let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
-            apply(&tx, &cfg, &mut cache, batch, &mut staging).await?;
-            let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
-            let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
-            let next: Vec<i64> = batch.offsets.values().copied().collect();
-            tx.execute(&offsets_sql, &[&connector, &topics, &partitions, &next]).await.map_err(|e| classify("cannot store offsets", e))?;
-            tx.commit().await.map_err(|e| classify("cannot commit", e))
+            apply(&mut tx, &cfg, &mut cache, batch, &mut staging).await?;
+            // The last statements, the offsets and COMMIT go out together. After an error in
+            // the transaction, Postgres answers COMMIT with a rollback.
+            let queued = tx.take();
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&connector, &topics, &partitions, &next];
+            let (data, offsets, commit) = futures_util::join!(
+                Tx::execute(tx.client, queued),
+                tx.client.execute(&offsets_sql, &params),
+                tx.client.batch_execute("COMMIT"),
+            );
+            data?;
+            offsets.map_err(|e| classify("cannot store offsets", e))?;
+            commit.map_err(|e| classify("cannot commit", e))
         }
         .await;
+        if result.is_err() {
+            tx.rollback().await;
+        }
         staging.finish(result.is_ok());
         self.staging = staging;
         match result {
@@ -507,15 +523,83 @@ impl Dialect for PgWriter {
         self.open().await?;
         let mut staging = std::mem::take(&mut self.staging);
         let client = self.client.as_mut().expect("connected");
+        let mut tx = Tx::begin(client);
         let result = async {
-            let tx = client.transaction().await.map_err(|e| classify("cannot begin a transaction", e))?;
             let mut cache = HashMap::new();
-            apply(&tx, &cfg, &mut cache, batch, &mut staging).await
-            // Dropping the transaction rolls it back.
+            apply(&mut tx, &cfg, &mut cache, batch, &mut staging).await?;
+            tx.flush().await
         }
         .await;
+        tx.rollback().await;
         staging.finish(false);
         self.staging = staging;
         result
+    }
+}
+
+/// Statements queued for one round trip: what runs in a transaction and whose result is
+/// only an error or not goes out with the next statement that needs an answer (a COPY, a
+/// catalog query, the commit), in order, as one simple-query message.
+struct Queued {
+    sql: String,
+    /// What the statements do, for an error message.
+    context: String,
+    /// The first record the statements write, if known.
+    origin: Option<usize>,
+}
+
+/// A transaction on a connection, with statements queued for the next round trip.
+struct Tx<'a> {
+    client: &'a Client,
+    queued: Option<Queued>,
+}
+
+impl<'a> Tx<'a> {
+    /// Starts a transaction: BEGIN goes out with the first round trip.
+    fn begin(client: &'a mut Client) -> Self {
+        Self { client, queued: Some(Queued { sql: "BEGIN".to_owned(), context: "cannot begin a transaction".to_owned(), origin: None }) }
+    }
+
+    fn queue(&mut self, sql: String, context: impl Into<String>, origin: Option<usize>) {
+        match &mut self.queued {
+            Some(q) => {
+                q.sql.push_str(";\n");
+                q.sql.push_str(&sql);
+                q.context = context.into();
+                q.origin = q.origin.or(origin);
+            }
+            None => self.queued = Some(Queued { sql, context: context.into(), origin }),
+        }
+    }
+
+    fn take(&mut self) -> Option<Queued> {
+        self.queued.take()
+    }
+
+    /// Runs `sql` now, after what is queued.
+    async fn run(&mut self, sql: String, context: String, origin: Option<usize>) -> Result<(), WriteError> {
+        self.queue(sql, context, origin);
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> Result<(), WriteError> {
+        let queued = self.take();
+        Self::execute(self.client, queued).await
+    }
+
+    async fn execute(client: &Client, queued: Option<Queued>) -> Result<(), WriteError> {
+        let Some(q) = queued else { return Ok(()) };
+        client.batch_execute(&q.sql).await.map_err(|e| {
+            let err = classify(&q.context, e);
+            WriteError { origin: err.origin.or(q.origin), ..err }
+        })
+    }
+
+    /// Ends the transaction without keeping anything (nothing to do when it already ended).
+    async fn rollback(&mut self) {
+        self.queued = None;
+        if let Err(e) = self.client.batch_execute("ROLLBACK").await {
+            tracing::debug!(error = %e, "rollback failed; the connection is reset before the next write");
+        }
     }
 }
