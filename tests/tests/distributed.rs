@@ -1,48 +1,77 @@
 //! Group membership: workers with the same `group.id` form one Connect cluster through the
-//! broker's group coordinator (protocol type `connect`, eager protocol).
+//! broker's group coordinator (protocol type `connect`; eager and incremental cooperative
+//! protocols).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_runtime::herder::group::assignor;
 use sluice_runtime::herder::group::member::{GroupMember, GroupWorker};
 use sluice_runtime::herder::group::protocol::{Assignment, WorkerState};
 use sluice_runtime::herder::group::GroupSettings;
+use sluice_runtime::herder::ConnectorTaskId;
 use sluice_tests::{eventually, json, read_lines, KafkaBroker, Launch, Worker};
 use tokio_util::sync::CancellationToken;
 
 /// A worker that records what it was given; a connector with 4 tasks and one with 1.
 struct Recorder {
     url: String,
-    /// The current assignment; None while revoked.
+    /// The current assignment (generation, whole assignment); None before the first.
     held: Mutex<Option<(i32, Assignment)>>,
-    revokes: Mutex<u32>,
+    /// Connectors and tasks stopped so far.
+    revoked: Mutex<Vec<String>>,
+    /// Every scheduled-rebalance delay handed to this member.
+    delays: Mutex<Vec<i32>>,
+}
+
+impl Recorder {
+    fn new(i: usize) -> Arc<Self> {
+        Arc::new(Recorder {
+            url: format!("http://w{i}:8083/"),
+            held: Mutex::new(None),
+            revoked: Mutex::default(),
+            delays: Mutex::default(),
+        })
+    }
+
+    fn units(&self) -> BTreeSet<String> {
+        let held = self.held.lock().unwrap();
+        let a = held.as_ref().map(|(_, a)| a.clone()).unwrap_or_default();
+        a.connectors.iter().cloned().chain(a.tasks.iter().map(|t| format!("{}-{}", t.connector, t.task))).collect()
+    }
 }
 
 #[async_trait::async_trait]
 impl GroupWorker for Recorder {
     async fn worker_state(&self) -> WorkerState {
-        WorkerState { url: self.url.clone(), config_offset: 5 }
+        WorkerState { url: self.url.clone(), config_offset: 5, assignment: None }
     }
-    async fn revoke(&self) {
-        *self.held.lock().unwrap() = None;
-        *self.revokes.lock().unwrap() += 1;
+    async fn revoke(&self, connectors: &[String], tasks: &[ConnectorTaskId]) {
+        let mut held = self.held.lock().unwrap();
+        if let Some((_, a)) = held.as_mut() {
+            a.connectors.retain(|c| !connectors.contains(c));
+            a.tasks.retain(|t| !tasks.contains(t));
+        }
+        let mut revoked = self.revoked.lock().unwrap();
+        revoked.extend(connectors.iter().cloned());
+        revoked.extend(tasks.iter().map(|t| format!("{}-{}", t.connector, t.task)));
     }
-    async fn assign(&self, leader: &str, members: &BTreeMap<String, WorkerState>) -> BTreeMap<String, Assignment> {
-        let connectors: BTreeMap<String, u32> = [("src".to_owned(), 4), ("sink".to_owned(), 1)].into_iter().collect();
-        assignor::eager(leader, members, 5, &connectors)
+    async fn configured(&self) -> (i64, BTreeMap<String, u32>) {
+        (5, [("src".to_owned(), 4), ("sink".to_owned(), 1)].into_iter().collect())
     }
-    async fn assigned(&self, generation: i32, _member: &str, assignment: Assignment) {
-        *self.held.lock().unwrap() = Some((generation, assignment));
+    async fn assigned(&self, generation: i32, _member: &str, assignment: &Assignment) {
+        *self.held.lock().unwrap() = Some((generation, assignment.clone()));
+        self.delays.lock().unwrap().push(assignment.delay);
     }
 }
 
-fn settings(bootstrap: &str, group: &str) -> GroupSettings {
+fn settings(bootstrap: &str, group: &str, protocol: &str) -> GroupSettings {
     let props: BTreeMap<String, String> = [
         ("bootstrap.servers", bootstrap),
         ("group.id", group),
+        ("connect.protocol", protocol),
+        ("scheduled.rebalance.max.delay.ms", "2000"),
         ("session.timeout.ms", "6000"),
         ("heartbeat.interval.ms", "500"),
         ("rebalance.timeout.ms", "10000"),
@@ -77,42 +106,57 @@ async fn wait_settled(workers: &[Arc<Recorder>], timeout: Duration) -> Vec<Assig
     }
 }
 
-/// Three members join one `connect` group; the leader's round-robin assignment reaches
-/// every member (disjoint, complete, same leader URL). One member leaves cleanly: the two
-/// left rebalance and cover everything.
-#[test]
-fn three_members_share_connectors_and_tasks_and_rebalance_when_one_leaves() {
+/// Three members join one `connect` group; the leader's assignment reaches every member
+/// (disjoint, complete, same leader URL). One member leaves cleanly: the two left rebalance
+/// and cover everything. Eager: everyone gives up everything on the way. Cooperative: the
+/// survivors keep what they ran, and the leaver's work waits for the scheduled delay.
+fn three_members_share_and_rebalance_when_one_leaves(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let workers: Vec<Arc<Recorder>> = (0..3)
-            .map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) }))
-            .collect();
+        let workers: Vec<Arc<Recorder>> = (0..3).map(Recorder::new).collect();
         let tokens: Vec<CancellationToken> = (0..3).map(|_| CancellationToken::new()).collect();
         let mut joins = Vec::new();
         for (w, t) in workers.iter().zip(&tokens) {
-            let member = GroupMember::new(settings(&broker.bootstrap, "sluice-group-test"));
+            let member = GroupMember::new(settings(&broker.bootstrap, "sluice-group-test", protocol));
             joins.push(tokio::spawn(member.run(w.clone() as Arc<dyn GroupWorker>, t.clone())));
         }
         let a = wait_settled(&workers, Duration::from_secs(30)).await;
         let leader_url = &a[0].leader_url;
         assert!(a.iter().all(|x| &x.leader_url == leader_url && x.leader == a[0].leader), "{a:?}");
         assert!(workers.iter().any(|w| &w.url == leader_url), "the leader URL is a member's URL: {leader_url}");
-        assert!(a.iter().all(|x| x.tasks.len() + x.connectors.len() >= 2), "round robin over three members: {a:?}");
+        assert!(a.iter().all(|x| x.tasks.len() + x.connectors.len() >= 1), "spread over three members: {a:?}");
+        let expected_version = if protocol == "eager" { 0 } else { 1 };
+        assert!(a.iter().all(|x| x.version == expected_version), "{protocol} joins with version {expected_version}: {a:?}");
         let mut all: Vec<String> =
             a.iter().flat_map(|x| x.tasks.iter().map(|t| format!("{}-{}", t.connector, t.task)).chain(x.connectors.clone())).collect();
         all.sort();
         assert_eq!(all, ["sink", "sink-0", "src", "src-0", "src-1", "src-2", "src-3"]);
-
-        // One member leaves (LeaveGroup): the others rejoin at once, no session timeout.
-        let left = Instant::now();
-        tokens[2].cancel();
-        joins.pop().unwrap().await.unwrap();
-        let a = wait_settled(&workers[..2], Duration::from_secs(20)).await;
-        assert!(left.elapsed() < Duration::from_secs(6), "a clean leave rebalances before the session timeout: {:?}", left.elapsed());
+        // A member that is not the leader leaves (LeaveGroup), so the leader keeps its view
+        // of the previous assignment; the others rejoin at once, no session timeout.
+        let leaver = workers.iter().position(|w| &w.url != leader_url).unwrap();
+        let survivors: Vec<Arc<Recorder>> = workers.iter().enumerate().filter(|(i, _)| *i != leaver).map(|(_, w)| w.clone()).collect();
+        let kept: Vec<BTreeSet<String>> = survivors.iter().map(|w| w.units()).collect();
+        for w in &workers {
+            w.revoked.lock().unwrap().clear();
+        }
+        tokens[leaver].cancel();
+        joins.remove(leaver).await.unwrap();
+        let a = wait_settled(&survivors, Duration::from_secs(20)).await;
         assert!(a.iter().all(|x| x.tasks.len() + x.connectors.len() >= 3), "{a:?}");
-        assert!(*workers[0].revokes.lock().unwrap() >= 1, "eager: a member gives up its work before rejoining");
+        if protocol == "eager" {
+            assert!(!survivors[0].revoked.lock().unwrap().is_empty(), "eager: a member gives up its work before rejoining");
+        } else {
+            for (w, kept) in survivors.iter().zip(&kept) {
+                assert!(w.revoked.lock().unwrap().is_empty(), "cooperative: a survivor stops nothing: {:?}", w.revoked);
+                assert!(kept.is_subset(&w.units()), "a survivor keeps what it ran: {kept:?} then {:?}", w.units());
+            }
+            assert!(
+                survivors.iter().all(|w| w.delays.lock().unwrap().contains(&2000)),
+                "the leaver's work waited for scheduled.rebalance.max.delay.ms"
+            );
+        }
         for t in &tokens {
             t.cancel();
         }
@@ -122,8 +166,19 @@ fn three_members_share_connectors_and_tasks_and_rebalance_when_one_leaves() {
     });
 }
 
+#[test]
+fn eager_members_share_connectors_and_tasks_and_rebalance_when_one_leaves() {
+    three_members_share_and_rebalance_when_one_leaves("eager");
+}
+
+#[test]
+fn cooperative_members_keep_their_work_when_one_leaves() {
+    three_members_share_and_rebalance_when_one_leaves("sessioned");
+}
+
 /// A member that vanishes without LeaveGroup (a SIGKILLed worker) is expired by the
-/// coordinator after `session.timeout.ms`, and the survivor is given everything. Runs on
+/// coordinator after `session.timeout.ms`, and the survivor is given everything once the
+/// scheduled rebalance delay has passed. Runs on
 /// tansu: noida 0.2.3 never expires such a member (tests/services/kafka-quirks/
 /// group-session-expiry.py), so a group on noida stays stuck until the member returns.
 #[test]
@@ -132,12 +187,10 @@ fn a_vanished_member_is_expired_and_its_work_reassigned() {
     let broker = KafkaBroker::start_kind(&dir.path().join("broker"), "tansu");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let workers: Vec<Arc<Recorder>> = (0..2)
-            .map(|i| Arc::new(Recorder { url: format!("http://w{i}:8083/"), held: Mutex::new(None), revokes: Mutex::new(0) }))
-            .collect();
+        let workers: Vec<Arc<Recorder>> = (0..2).map(Recorder::new).collect();
         let mut joins = Vec::new();
         for w in &workers {
-            let member = GroupMember::new(settings(&broker.bootstrap, "sluice-expiry-test"));
+            let member = GroupMember::new(settings(&broker.bootstrap, "sluice-expiry-test", "compatible"));
             joins.push(tokio::spawn(member.run(w.clone() as Arc<dyn GroupWorker>, CancellationToken::new())));
         }
         wait_settled(&workers, Duration::from_secs(30)).await;
@@ -160,6 +213,7 @@ fn cluster_props(bootstrap: &str) -> Vec<(String, String)> {
         ("session.timeout.ms", "6000"),
         ("heartbeat.interval.ms", "1000"),
         ("rebalance.timeout.ms", "10000"),
+        ("scheduled.rebalance.max.delay.ms", "3000"),
         ("offset.flush.interval.ms", "200"),
         ("consumer.fetch.max.wait.ms", "100"),
     ]
