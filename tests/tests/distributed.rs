@@ -244,16 +244,29 @@ fn worker_ids(status: &sluice_tests::Json) -> BTreeSet<String> {
 /// Three `sluice distributed` workers with one `group.id` are one cluster: connectors and
 /// tasks spread over them (statuses name different workers), a write sent to any worker is
 /// applied (followers forward to the leader), every worker answers reads, and when one
-/// worker stops its work moves to the others without losing a line.
+/// worker stops its work moves to the others without losing a line. With the default
+/// protocol (incremental cooperative) and with `connect.protocol=eager`.
 #[test]
 fn three_workers_share_the_work_and_take_over_from_one_that_stops() {
+    three_workers_take_over(None);
+}
+
+#[test]
+fn three_eager_workers_share_the_work_and_take_over_from_one_that_stops() {
+    three_workers_take_over(Some("eager"));
+}
+
+fn three_workers_take_over(protocol: Option<&str>) {
     const TOTAL: usize = 3_000;
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let input = dir.path().join("in.txt");
     let output = dir.path().join("out.txt");
     std::fs::write(&input, "").unwrap();
-    let props = cluster_props(&broker.bootstrap);
+    let mut props = cluster_props(&broker.bootstrap);
+    if let Some(p) = protocol {
+        props.push(("connect.protocol".to_owned(), p.to_owned()));
+    }
     let mut workers: Vec<Worker> =
         (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
 
@@ -538,4 +551,22 @@ fn a_sigkilled_workers_tasks_move_to_the_survivors_after_the_scheduled_delay() {
     let on_fourth = owners(&gen).iter().chain(owners(&sink).iter()).filter(|o| **o == fourth_id).count();
     eprintln!("the fourth worker runs {on_fourth} of the 6 tasks: gen {:?}, sink {:?}", owners(&gen), owners(&sink));
     assert!(on_fourth >= 1);
+
+    // A task restart (sent to any worker) stops the task where it runs and starts it again.
+    let restarts_of_gen_0 = |ws: &[&Worker]| -> usize {
+        ws.iter()
+            .map(|w| {
+                sluice_tests::strip_ansi(&w.output())
+                    .lines()
+                    .filter(|l| l.contains("stopped the revoked connectors and tasks") && l.contains(r#"connector: "gen", task: 0 }"#))
+                    .count()
+            })
+            .sum()
+    };
+    let live: Vec<&Worker> = survivors.iter().map(|i| &workers[*i]).chain(std::iter::once(&fourth)).collect();
+    let before = restarts_of_gen_0(&live);
+    let (code, body) = post_settled(&fourth, "/connectors/gen/tasks/0/restart", &json!({}));
+    assert_eq!(code, 204, "{body}");
+    eventually(Duration::from_secs(30), "gen task 0 stopped for the restart", || restarts_of_gen_0(&live) > before);
+    fourth.wait_running("gen", 4);
 }

@@ -89,6 +89,8 @@ pub struct Cluster {
     snapshot: std::sync::Mutex<ConfigSnapshot>,
     /// This worker's share; only touched under the entries lock.
     owned: std::sync::Mutex<Owned>,
+    /// Cooperative protocols: what REST asked to restart, for the leader's next round.
+    restarts: std::sync::Mutex<super::group::cooperative::Units>,
 }
 
 /// What the group assigned this worker, and what of it this worker has started.
@@ -127,7 +129,19 @@ impl Cluster {
             view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
             snapshot: Default::default(),
             owned: Default::default(),
+            restarts: Default::default(),
         }
+    }
+
+    /// Asks for a rebalance that restarts these connectors and tasks: under a cooperative
+    /// protocol the leader revokes them from their owners and deals them again; under the
+    /// eager protocol every rebalance restarts everything.
+    fn restart(&self, connectors: impl IntoIterator<Item = String>, tasks: impl IntoIterator<Item = ConnectorTaskId>) {
+        let mut r = self.restarts.lock().expect("restarts lock");
+        r.connectors.extend(connectors);
+        r.tasks.extend(tasks);
+        drop(r);
+        self.rejoin.notify_one();
     }
 
     fn view(&self) -> ClusterView {
@@ -755,6 +769,11 @@ impl StandaloneHerder {
         }
     }
 
+    /// What REST asked to restart since the last call (see [`Cluster::restart`]).
+    pub fn take_restarts(&self) -> super::group::cooperative::Units {
+        std::mem::take(&mut *self.cluster().restarts.lock().expect("restarts lock"))
+    }
+
     /// A rebalance starts: writes answer 409 until the next assignment.
     pub fn rebalance_started(&self) {
         self.cluster().view.lock().expect("cluster view lock").rebalancing = true;
@@ -1084,9 +1103,20 @@ impl Herder for StandaloneHerder {
     async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>> {
         let mut entries = self.entries.lock().await;
         if let Some(c) = &self.cluster {
-            entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
-            // Eager protocol: a rebalance restarts every connector and task of the group.
-            c.rejoin.notify_one();
+            let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+            let shown = self.status_of(name, entry);
+            let connector = (!req.only_failed || shown.connector.state == State::Failed).then(|| name.to_owned());
+            let tasks: Vec<ConnectorTaskId> = if req.include_tasks {
+                shown
+                    .tasks
+                    .iter()
+                    .filter(|t| !req.only_failed || t.state.state == State::Failed)
+                    .map(|t| ConnectorTaskId { connector: name.to_owned(), task: t.id })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            c.restart(connector, tasks);
             return Ok(None);
         }
         let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
@@ -1129,8 +1159,11 @@ impl Herder for StandaloneHerder {
     async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()> {
         let mut entries = self.entries.lock().await;
         if let Some(c) = &self.cluster {
-            entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
-            c.rejoin.notify_one();
+            let entry = entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+            if id.task as usize >= entry.state.tasks.len() {
+                return Err(HerderError::NotFound(format!("Task {}-{} not found", id.connector, id.task)));
+            }
+            c.restart(None, [id.clone()]);
             return Ok(());
         }
         let entry = entries.get_mut(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;

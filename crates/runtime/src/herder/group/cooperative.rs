@@ -12,6 +12,7 @@
 //!        │                                                 meanwhile, else dealt like new work
 //!        └── created   = configured − previous − active ─▶ dealt to the least loaded workers
 //!   duplicated (run by two members) ─────────────────────▶ revoked from all, dealt again next round
+//!   to restart (REST restart) ───────────────────────────▶ revoked from its owner, dealt again next round
 //!   load balance: a worker above its fair share gives the surplus back (revoked) in this
 //!   round; the next round deals it to the least loaded (a new worker). Two revoking rounds
 //!   in a row back off exponentially (40 ms, 1.6 s, …, up to the max delay).
@@ -36,7 +37,7 @@ pub struct Units {
 }
 
 impl Units {
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.connectors.is_empty() && self.tasks.is_empty()
     }
 
@@ -47,7 +48,7 @@ impl Units {
         }
     }
 
-    fn add(&mut self, other: &Units) {
+    pub fn add(&mut self, other: &Units) {
         self.connectors.extend(other.connectors.iter().cloned());
         self.tasks.extend(other.tasks.iter().cloned());
     }
@@ -107,6 +108,9 @@ pub struct Round<'a> {
     pub version: i16,
     /// A monotonic clock in milliseconds.
     pub now_ms: u64,
+    /// Connectors and tasks to restart: revoked from their owners in this round, dealt
+    /// again in the next (REST restarts under a cooperative protocol).
+    pub restart: &'a Units,
 }
 
 /// Connect's `IncrementalCooperativeAssignor`; its state carries over between rounds.
@@ -187,8 +191,14 @@ impl IncrementalAssignor {
                 (id.clone(), Load { worker: id.clone(), connectors: a.connectors, tasks: a.tasks })
             })
             .collect();
-        let cluster =
-            self.perform(&Units::configured(round.configured), round.last_completed_generation, round.generation, &members, round.now_ms);
+        let cluster = self.perform(
+            &Units::configured(round.configured),
+            round.last_completed_generation,
+            round.generation,
+            &members,
+            round.now_ms,
+            round.restart,
+        );
         fill(NO_ERROR, round.config_offset, self.delay, &cluster)
     }
 
@@ -204,7 +214,7 @@ impl IncrementalAssignor {
     ) -> ClusterAssignment {
         let members =
             members.iter().map(|(id, (c, t))| (id.clone(), Load { worker: id.clone(), connectors: c.clone(), tasks: t.clone() })).collect();
-        self.perform(configured, last_completed_generation, generation, &members, now_ms)
+        self.perform(configured, last_completed_generation, generation, &members, now_ms, &Units::default())
     }
 
     /// The delay the last round handed out (ms).
@@ -219,6 +229,7 @@ impl IncrementalAssignor {
         generation: i32,
         members: &BTreeMap<String, Load>,
         now: u64,
+        restart: &Units,
     ) -> ClusterAssignment {
         if self.previous_generation != last_completed_generation {
             tracing::debug!(
@@ -263,7 +274,7 @@ impl IncrementalAssignor {
 
         let mut to_revoke: BTreeMap<String, Units> = BTreeMap::new();
         let mut next: Vec<Load> = members.values().cloned().collect();
-        for unwanted in [&deleted, &duplicated] {
+        for unwanted in [&deleted, &duplicated, restart] {
             for load in next.iter_mut() {
                 let held = intersection(unwanted, load);
                 if !held.is_empty() {

@@ -17,6 +17,7 @@ struct Group {
     generation: i32,
     now: u64,
     config_offset: i64,
+    restart: Units,
 }
 
 impl Group {
@@ -28,6 +29,7 @@ impl Group {
             generation: 0,
             now: 1_000,
             config_offset: 5,
+            restart: Units::default(),
         }
     }
 
@@ -51,7 +53,9 @@ impl Group {
             generation: self.generation,
             version: 1,
             now_ms: self.now,
+            restart: &self.restart,
         });
+        self.restart = Units::default();
         assert_eq!(out.keys().collect::<Vec<_>>(), members.keys().collect::<Vec<_>>(), "every member gets an assignment");
         for (id, a) in &out {
             assert_eq!((a.version, a.error, a.leader.as_str()), (1, NO_ERROR, leader.as_str()));
@@ -359,6 +363,7 @@ fn a_leader_behind_a_member_answers_config_mismatch() {
         generation: 1,
         version: 2,
         now_ms: 0,
+        restart: &Units::default(),
     });
     assert!(out.values().all(|a| a.error == CONFIG_MISMATCH && a.config_offset == 8 && a.version == 2 && a.tasks.is_empty()), "{out:?}");
 }
@@ -384,4 +389,26 @@ fn dealing_fills_the_least_loaded_first() {
     let members: BTreeMap<String, (Vec<String>, Vec<ConnectorTaskId>)> = [("m".to_owned(), (vec![], vec![]))].into();
     let c = plain.perform_units(&Units::configured(&[("z".to_owned(), 2)].into()), -1, 1, &members, 0);
     assert_eq!(c.assigned["m"], (vec!["z".to_owned()], vec![t("z", 0), t("z", 1)]));
+}
+
+#[test]
+fn a_restart_revokes_the_work_then_deals_it_again() {
+    let mut g = Group::new(&["w1", "w2", "w3"], &[("a", 4), ("b", 2)]);
+    g.round();
+    let owner = g.held.keys().find(|id| g.units(id).1.contains(&t("a", 1))).unwrap().clone();
+    g.restart = Units { connectors: ["b".to_owned()].into(), tasks: [t("a", 1)].into() };
+    let out = g.round();
+    let revoked: Vec<(String, Vec<String>, Vec<ConnectorTaskId>)> = out
+        .iter()
+        .filter(|(_, a)| !a.revoked_connectors.is_empty() || !a.revoked_tasks.is_empty())
+        .map(|(id, a)| (id.clone(), a.revoked_connectors.clone(), a.revoked_tasks.clone()))
+        .collect();
+    assert!(revoked.iter().any(|(id, _, tasks)| *id == owner && tasks == &[t("a", 1)]), "{revoked:?}");
+    assert_eq!(revoked.iter().map(|(_, c, t)| c.len() + t.len()).sum::<usize>(), 2, "only what is restarted: {revoked:?}");
+    let out = g.round();
+    let dealt: BTreeSet<String> = out.values().flat_map(|a| a.connectors.clone()).collect();
+    let dealt_tasks: BTreeSet<ConnectorTaskId> = out.values().flat_map(|a| a.tasks.clone()).collect();
+    assert_eq!((dealt, dealt_tasks), (["b".to_owned()].into(), [t("a", 1)].into()), "dealt again in the next round");
+    g.assert_complete();
+    assert!(Group::nothing_moves(&g.round()));
 }

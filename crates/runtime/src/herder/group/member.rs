@@ -38,7 +38,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
-use super::cooperative::{IncrementalAssignor, Round};
+use super::cooperative::{IncrementalAssignor, Round, Units};
 use super::protocol::{Assignment, ConnectProtocol, WorkerState, NO_ERROR, PROTOCOL_TYPE};
 use super::{GroupError, GroupSettings};
 use crate::herder::ConnectorTaskId;
@@ -71,6 +71,12 @@ pub trait GroupWorker: Send + Sync + 'static {
     /// Leader only: the config-topic position and every connector with its task count,
     /// read to the end of the config topic.
     async fn configured(&self) -> (i64, BTreeMap<String, u32>);
+
+    /// Connectors and tasks REST asked to restart since the last call (cooperative
+    /// protocols: the leader revokes them from their owners and deals them again).
+    async fn take_restarts(&self) -> Units {
+        Units::default()
+    }
 
     /// This worker's whole share for `generation`: run exactly this (start what is not
     /// running).
@@ -279,6 +285,7 @@ impl GroupMember {
                 }
             }
             let (offset, connectors) = worker.configured().await;
+            let restart = worker.take_restarts().await;
             tracing::info!(
                 generation,
                 members = members.len(),
@@ -295,6 +302,7 @@ impl GroupMember {
                     generation,
                     version: protocol.version(),
                     now_ms: m.clock.elapsed().as_millis() as u64,
+                    restart: &restart,
                 })
             } else {
                 super::assignor::eager(&leader, &members, offset, &connectors)

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::cooperative::Units;
 use super::member::GroupWorker;
 use super::protocol::{Assignment, WorkerState};
 use crate::herder::standalone::StandaloneHerder;
@@ -32,6 +33,10 @@ impl GroupWorker for ClusterWorker {
 
     async fn configured(&self) -> (i64, BTreeMap<String, u32>) {
         self.herder.assignable().await
+    }
+
+    async fn take_restarts(&self) -> Units {
+        self.herder.take_restarts()
     }
 
     async fn assigned(&self, generation: i32, member_id: &str, a: &Assignment) {
