@@ -359,6 +359,59 @@ impl KafkaBroker {
     }
 }
 
+impl KafkaBroker {
+    /// Removes `member_id` from the group `group` with a LeaveGroup (v1) sent on the
+    /// member's behalf, and returns the broker's error code (0: removed). This is what a
+    /// real broker does by itself when a member stops heartbeating for `session.timeout.ms`;
+    /// noida 0.2.3 never does (tests/services/kafka-quirks/README.md), so tests of a
+    /// SIGKILLed worker call this, after the session timeout, in place of that expiry.
+    /// The broker must be its own group coordinator (one broker).
+    pub fn expire_group_member(&self, group: &str, member_id: &str) -> i16 {
+        use std::io::{Read, Write};
+        fn put_str(buf: &mut Vec<u8>, s: &str) {
+            buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
+            buf.extend_from_slice(s.as_bytes());
+        }
+        // Header v1 (api key 13 LeaveGroup, version 1, correlation id, client id), body v1.
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&13i16.to_be_bytes());
+        msg.extend_from_slice(&1i16.to_be_bytes());
+        msg.extend_from_slice(&7i32.to_be_bytes());
+        put_str(&mut msg, "sluice-tests-session-expiry");
+        put_str(&mut msg, group);
+        put_str(&mut msg, member_id);
+        let mut stream = std::net::TcpStream::connect(&self.bootstrap).expect("connect to the test broker");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("read timeout");
+        stream.write_all(&(msg.len() as i32).to_be_bytes()).expect("send LeaveGroup");
+        stream.write_all(&msg).expect("send LeaveGroup");
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).expect("LeaveGroup response");
+        let mut resp = vec![0u8; i32::from_be_bytes(len) as usize];
+        stream.read_exact(&mut resp).expect("LeaveGroup response");
+        // correlation id, throttle time, error code
+        assert_eq!(i32::from_be_bytes(resp[0..4].try_into().unwrap()), 7, "LeaveGroup response correlation id");
+        i16::from_be_bytes(resp[8..10].try_into().unwrap())
+    }
+}
+
+/// `text` without ANSI colour sequences (worker logs are coloured).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl Drop for KafkaBroker {
     fn drop(&mut self) {
         let _ = Command::new(Self::script()).arg("stop").arg(&self.dir).status();

@@ -3,8 +3,10 @@
 # only); member B's socket is then closed without LeaveGroup; member A keeps heartbeating
 # every second. Apache Kafka answers A's heartbeat with REBALANCE_IN_PROGRESS (27) once
 # B's session (6 s) expires; A then rejoins alone.
-#   usage: python3 group-session-expiry.py HOST:PORT [SECONDS]
-import socket, struct, sys, threading, time
+# With LEAVE_FOR_B=1, a third connection sends LeaveGroup for B's member id 7 s after B's
+# socket closed (what the SIGKILL end-to-end test does in place of the broker's expiry).
+#   usage: [LEAVE_FOR_B=1] python3 group-session-expiry.py HOST:PORT [SECONDS]
+import os, socket, struct, sys, threading, time
 host, port = sys.argv[1].split(":"); port = int(port); wait = float(sys.argv[2]) if len(sys.argv) > 2 else 30
 group = "expiry-probe-%d" % int(time.time())
 def s16(s): b = s.encode(); return struct.pack(">h", len(b)) + b
@@ -52,6 +54,9 @@ def member(name):
     state[name] = (c, gen, me); print(f"{name}: joined gen={gen} members={len(members)} leader={leader == me} join_err={err} sync_err={serr}", flush=True)
 t = [threading.Thread(target=member, args=(n,)) for n in "AB"]; [x.start() for x in t]; [x.join(30) for x in t]
 state["B"][0].s.close(); print("B: socket closed without LeaveGroup", flush=True)
+if os.environ.get("LEAVE_FOR_B"):
+    time.sleep(7); r = Conn().call(13, 1, s16(group) + s16(state["B"][2]))
+    print("LeaveGroup for B from a third connection -> error", struct.unpack_from(">h", r, 4)[0], flush=True)
 c, gen, me = state["A"]; start = time.time()
 while time.time() - start < wait:
     time.sleep(1); e = heartbeat(c, gen, me); print(f"A: heartbeat after {time.time()-start:4.1f}s -> error {e}", flush=True)

@@ -19,7 +19,7 @@ pub fn def() -> ConfigDef {
                 QUICKSTART,
                 ConfigType::String,
                 Importance::High,
-                "The shape of the rows: users, pageviews, orders, or bench (an id, a timestamp and a payload of payload.bytes).",
+                "The shape of the rows: users, pageviews, orders, or bench (an id, the task, a timestamp and a payload of payload.bytes).",
             )
             .default_value("users")
             .validator(Validator::one_of(SHAPES)),

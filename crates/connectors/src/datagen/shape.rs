@@ -1,5 +1,6 @@
 //! Row shapes. `users`, `pageviews` and `orders` follow Confluent's quickstarts (names
-//! `ksql.users`, …); `bench` is a fixed-size row for measuring throughput.
+//! `ksql.users`, …); `bench` is a fixed-size row for measuring throughput, which names
+//! the task that wrote it (`id` and `task` identify a row).
 
 use sluice_api::{Schema, SchemaRef, Struct, Value};
 
@@ -8,6 +9,7 @@ pub struct Shape {
     pub value_schema: SchemaRef,
     kind: Kind,
     payload: String,
+    task: i32,
 }
 
 enum Kind {
@@ -21,7 +23,8 @@ const REGIONS: &[&str] = &["Region_1", "Region_2", "Region_3", "Region_4", "Regi
 const GENDERS: &[&str] = &["MALE", "FEMALE", "OTHER"];
 
 impl Shape {
-    pub fn new(name: &str, payload_bytes: usize) -> Self {
+    /// The rows of task `task` (its `task.id`).
+    pub fn new(name: &str, payload_bytes: usize, task: i32) -> Self {
         let s = |n: &str, sc: Schema| (n.to_owned(), sc.into_ref());
         let (kind, key, fields) = match name {
             "pageviews" => (
@@ -39,9 +42,11 @@ impl Shape {
                     s("orderunits", Schema::float64()),
                 ],
             ),
-            "bench" => {
-                (Kind::Bench, Schema::int64(), vec![s("id", Schema::int64()), s("ts", Schema::int64()), s("payload", Schema::string())])
-            }
+            "bench" => (
+                Kind::Bench,
+                Schema::int64(),
+                vec![s("id", Schema::int64()), s("task", Schema::int32()), s("ts", Schema::int64()), s("payload", Schema::string())],
+            ),
             _ => (
                 Kind::Users,
                 Schema::string(),
@@ -64,6 +69,7 @@ impl Shape {
             value_schema: Schema::struct_of(fields).named(schema_name).into_ref(),
             kind,
             payload: "x".repeat(payload_bytes),
+            task,
         }
     }
 
@@ -109,7 +115,10 @@ impl Shape {
                 (Value::Int32(id), Value::Struct(v))
             }
             Kind::Bench => {
-                let v = Struct::from_values(schema, vec![Value::Int64(i), Value::Int64(now_ms), Value::String(self.payload.clone())]);
+                let v = Struct::from_values(
+                    schema,
+                    vec![Value::Int64(i), Value::Int32(self.task), Value::Int64(now_ms), Value::String(self.payload.clone())],
+                );
                 (Value::Int64(i), Value::Struct(v))
             }
         }

@@ -39,7 +39,7 @@ impl SourceTask for DatagenTask {
                 .ok_or_else(|| ConnectError::fatal(format!("stored offset {offset:?} has no current.iteration")))?;
         }
         self.rng = fastrand::Rng::with_seed(config.seed.wrapping_add(task_id as u64).wrapping_add(self.iteration as u64));
-        self.shape = Some(Shape::new(&config.shape, config.payload_bytes));
+        self.shape = Some(Shape::new(&config.shape, config.payload_bytes, task_id as i32));
         self.shutdown = ctx.shutdown.clone();
         self.config = Some(config);
         Ok(())

@@ -8,9 +8,14 @@
 //! herder runs only its assigned share: writes go to the config topic and come back through
 //! [`StandaloneHerder::follow_configs`] on every member; the leader rebalances on any
 //! config change; [`StandaloneHerder::revoke`] and [`StandaloneHerder::assigned`] are what
-//! the membership loop (`super::group`) calls.
+//! the membership loop (`super::group`) calls. Under the eager protocol every rebalance
+//! stops and restarts everything, which also applies config changes. Under the cooperative
+//! protocols work keeps running through rebalances, so each member applies config changes
+//! to what it runs itself: a changed connector config or target state restarts the
+//! connector instance where it runs, changed task configs restart that connector's tasks
+//! where they run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -82,6 +87,30 @@ pub struct Cluster {
     view: std::sync::Mutex<ClusterView>,
     /// The configs as read from the config topic; only touched under the entries lock.
     snapshot: std::sync::Mutex<ConfigSnapshot>,
+    /// This worker's share; only touched under the entries lock.
+    owned: std::sync::Mutex<Owned>,
+    /// Cooperative protocols: what REST asked to restart, for the leader's next round.
+    restarts: std::sync::Mutex<super::group::cooperative::Units>,
+}
+
+/// What the group assigned this worker, and what of it this worker has started.
+#[derive(Default, Clone)]
+struct Owned {
+    /// The last assignment came under a cooperative protocol.
+    cooperative: bool,
+    connectors: BTreeSet<String>,
+    tasks: BTreeSet<ConnectorTaskId>,
+    /// Started since assigned (a start that failed is not retried at every rebalance).
+    started_connectors: BTreeSet<String>,
+    started_tasks: BTreeSet<ConnectorTaskId>,
+}
+
+/// How a connector's stored state changed, as read from the config topic.
+struct Change {
+    name: String,
+    config: bool,
+    tasks: bool,
+    target: Option<(TargetState, TargetState)>,
 }
 
 #[derive(Default, Clone)]
@@ -99,11 +128,28 @@ impl Cluster {
             rejoin,
             view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
             snapshot: Default::default(),
+            owned: Default::default(),
+            restarts: Default::default(),
         }
+    }
+
+    /// Asks for a rebalance that restarts these connectors and tasks: under a cooperative
+    /// protocol the leader revokes them from their owners and deals them again; under the
+    /// eager protocol every rebalance restarts everything.
+    fn restart(&self, connectors: impl IntoIterator<Item = String>, tasks: impl IntoIterator<Item = ConnectorTaskId>) {
+        let mut r = self.restarts.lock().expect("restarts lock");
+        r.connectors.extend(connectors);
+        r.tasks.extend(tasks);
+        drop(r);
+        self.rejoin.notify_one();
     }
 
     fn view(&self) -> ClusterView {
         self.view.lock().expect("cluster view lock").clone()
+    }
+
+    fn owned(&self) -> std::sync::MutexGuard<'_, Owned> {
+        self.owned.lock().expect("owned lock")
     }
 }
 
@@ -590,8 +636,9 @@ impl StandaloneHerder {
 }
 
 /// Group membership (`sluice distributed` with a `group.id`): what the membership loop
-/// calls. Eager protocol: a worker runs nothing between [`StandaloneHerder::revoke`] and
-/// [`StandaloneHerder::assigned`].
+/// calls. Eager protocol: a worker runs nothing between [`StandaloneHerder::revoke`] (of
+/// everything) and [`StandaloneHerder::assigned`]; cooperative protocols: only the revoked
+/// work stops.
 impl StandaloneHerder {
     fn cluster(&self) -> &Cluster {
         self.cluster.as_ref().expect("a group member")
@@ -609,6 +656,7 @@ impl StandaloneHerder {
 
     /// Reads new config records into the entries. The leader rejoins when there were any
     /// (a connector, its tasks or its target state changed), so the group is reassigned.
+    /// Cooperative protocols: changes to what this worker runs are applied here.
     async fn catch_up(&self, entries: &mut BTreeMap<String, Entry>) {
         let cluster = self.cluster();
         let mut snapshot = cluster.snapshot.lock().expect("snapshot lock").clone();
@@ -626,12 +674,25 @@ impl StandaloneHerder {
             self.stop_connector(entries, &name).await;
             entries.remove(&name);
             self.status.remove_connector(&name);
+            let mut owned = cluster.owned();
+            owned.started_connectors.remove(&name);
+            owned.started_tasks.retain(|t| t.connector != name);
         }
+        let mut changes = Vec::new();
         for (name, state) in snapshot.connectors {
             match entries.get_mut(&name) {
                 Some(e) => {
                     if e.state.target != state.target {
                         e.target_tx.send_replace(state.target);
+                    }
+                    let change = Change {
+                        name: name.clone(),
+                        config: e.state.config != state.config,
+                        tasks: e.state.tasks != state.tasks,
+                        target: (e.state.target != state.target).then_some((e.state.target, state.target)),
+                    };
+                    if change.config || change.tasks || change.target.is_some() {
+                        changes.push(change);
                     }
                     e.state = state;
                 }
@@ -644,8 +705,56 @@ impl StandaloneHerder {
                 }
             }
         }
+        if cluster.owned().cooperative {
+            for change in changes {
+                self.apply_change(entries, change).await;
+            }
+        }
         if cluster.view().leader {
             cluster.rejoin.notify_one();
+        }
+    }
+
+    /// Cooperative protocols: applies a config change to what this worker runs.
+    async fn apply_change(&self, entries: &mut BTreeMap<String, Entry>, change: Change) {
+        let name = change.name.as_str();
+        let owned = self.cluster().owned().clone();
+        let stop_related = matches!(change.target, Some((TargetState::Stopped, _)) | Some((_, TargetState::Stopped)));
+        if owned.connectors.contains(name) {
+            if change.config || stop_related {
+                tracing::info!(connector = name, "connector config or target state changed; restarting the connector");
+                let entry = entries.get_mut(name).expect("changed entries exist");
+                if let Some(mut instance) = entry.instance.take() {
+                    if let Err(e) = instance.stop().await {
+                        tracing::warn!(connector = name, error = %e, "connector stop failed");
+                    }
+                }
+                self.start_connector(entries, name).await;
+                self.cluster().owned().started_connectors.insert(name.to_owned());
+            } else if let Some((_, target)) = change.target {
+                let (from, to) =
+                    if target == TargetState::Paused { (State::Running, State::Paused) } else { (State::Paused, State::Running) };
+                if self.status.connector(name).is_some_and(|s| s.state == from) {
+                    self.status.put_connector(name, self.state(to, None));
+                }
+            }
+        }
+        if change.tasks {
+            let entry = entries.get_mut(name).expect("changed entries exist");
+            if !entry.tasks.is_empty() {
+                tracing::info!(connector = name, "task configs changed; restarting this worker's tasks of the connector");
+            }
+            self.stop_tasks(entry, None).await;
+            let mut started = Vec::new();
+            for id in owned.tasks.iter().filter(|t| t.connector == name) {
+                if (id.task as usize) < entry.state.tasks.len() {
+                    self.start_task(entry, name, id.task);
+                    started.push(id.clone());
+                }
+            }
+            let mut owned = self.cluster().owned();
+            owned.started_tasks.retain(|t| t.connector != name);
+            owned.started_tasks.extend(started);
         }
     }
 
@@ -660,26 +769,44 @@ impl StandaloneHerder {
         }
     }
 
-    /// Stops every connector and task this worker runs, and waits for them.
-    pub async fn revoke(&self) {
+    /// What REST asked to restart since the last call (see [`Cluster::restart`]).
+    pub fn take_restarts(&self) -> super::group::cooperative::Units {
+        std::mem::take(&mut *self.cluster().restarts.lock().expect("restarts lock"))
+    }
+
+    /// A rebalance starts: writes answer 409 until the next assignment.
+    pub fn rebalance_started(&self) {
         self.cluster().view.lock().expect("cluster view lock").rebalancing = true;
+    }
+
+    /// Stops these connectors and tasks (those this worker runs), and waits for them.
+    pub async fn revoke(&self, connectors: &[String], tasks: &[ConnectorTaskId]) {
         let mut entries = self.entries.lock().await;
         let mut joins = Vec::new();
-        for entry in entries.values_mut() {
-            for (_, t) in std::mem::take(&mut entry.tasks) {
+        for id in tasks {
+            if let Some(t) = entries.get_mut(&id.connector).and_then(|e| e.tasks.remove(&id.task)) {
                 t.shutdown.cancel();
                 joins.push(t.join);
             }
         }
         self.await_tasks(joins).await;
-        for (name, entry) in entries.iter_mut() {
-            if let Some(mut instance) = entry.instance.take() {
+        for name in connectors {
+            if let Some(mut instance) = entries.get_mut(name).and_then(|e| e.instance.take()) {
                 if let Err(e) = instance.stop().await {
                     tracing::warn!(connector = %name, error = %e, "connector stop failed");
                 }
             }
         }
-        tracing::info!("gave up every connector and task for the rebalance");
+        let mut owned = self.cluster().owned();
+        for name in connectors {
+            owned.connectors.remove(name);
+            owned.started_connectors.remove(name);
+        }
+        for id in tasks {
+            owned.tasks.remove(id);
+            owned.started_tasks.remove(id);
+        }
+        tracing::info!(connectors = ?connectors, tasks = ?tasks, "stopped the revoked connectors and tasks");
     }
 
     /// Leader: every connector with its committed task count, as of the config topic's end.
@@ -689,8 +816,17 @@ impl StandaloneHerder {
         (self.configs.position(), entries.iter().map(|(n, e)| (n.clone(), e.state.tasks.len() as u32)).collect())
     }
 
-    /// Starts this worker's share of `generation`.
-    pub async fn assigned(&self, generation: i32, leader: bool, leader_url: String, connectors: Vec<String>, tasks: Vec<ConnectorTaskId>) {
+    /// This worker's whole share for `generation`: stops what it runs outside it, starts
+    /// what of it is not running.
+    pub async fn assigned(
+        &self,
+        generation: i32,
+        leader: bool,
+        leader_url: String,
+        connectors: &[String],
+        tasks: &[ConnectorTaskId],
+        cooperative: bool,
+    ) {
         let mut entries = self.entries.lock().await;
         if self.stopping.load(Ordering::SeqCst) {
             return;
@@ -702,16 +838,62 @@ impl StandaloneHerder {
         }
         self.status.set_generation(generation);
         *self.cluster().view.lock().expect("cluster view lock") = ClusterView { leader, leader_url: Some(leader_url), rebalancing: false };
+        let want_connectors: BTreeSet<String> = connectors.iter().cloned().collect();
+        let want_tasks: BTreeSet<ConnectorTaskId> = tasks.iter().cloned().collect();
+
+        // Anything running outside the assignment stops (it should already have been revoked).
+        let mut joins = Vec::new();
+        for (name, entry) in entries.iter_mut() {
+            let stray: Vec<u32> = entry
+                .tasks
+                .keys()
+                .copied()
+                .filter(|t| !want_tasks.contains(&ConnectorTaskId { connector: name.clone(), task: *t }))
+                .collect();
+            for t in stray {
+                tracing::warn!(connector = %name, task = t, "stopping a task that is not assigned to this worker");
+                let handle = entry.tasks.remove(&t).expect("listed");
+                handle.shutdown.cancel();
+                joins.push(handle.join);
+            }
+        }
+        self.await_tasks(joins).await;
+        for (name, entry) in entries.iter_mut() {
+            if !want_connectors.contains(name) {
+                if let Some(mut instance) = entry.instance.take() {
+                    tracing::warn!(connector = %name, "stopping a connector that is not assigned to this worker");
+                    if let Err(e) = instance.stop().await {
+                        tracing::warn!(connector = %name, error = %e, "connector stop failed");
+                    }
+                }
+            }
+        }
+        let mut owned = {
+            let mut o = self.cluster().owned();
+            o.cooperative = cooperative;
+            o.connectors = want_connectors.clone();
+            o.tasks = want_tasks.clone();
+            o.started_connectors.retain(|c| want_connectors.contains(c));
+            o.started_tasks.retain(|t| want_tasks.contains(t));
+            o.clone()
+        };
         for name in connectors {
-            if entries.contains_key(&name) {
-                self.start_connector(&mut entries, &name).await;
+            if entries.contains_key(name) && !owned.started_connectors.contains(name) {
+                self.start_connector(&mut entries, name).await;
+                owned.started_connectors.insert(name.clone());
             }
         }
         for id in tasks {
             let Some(entry) = entries.get_mut(&id.connector) else { continue };
-            if (id.task as usize) < entry.state.tasks.len() && !entry.tasks.contains_key(&id.task) {
+            if (id.task as usize) < entry.state.tasks.len() && !entry.tasks.contains_key(&id.task) && !owned.started_tasks.contains(id) {
                 self.start_task(entry, &id.connector, id.task);
+                owned.started_tasks.insert(id.clone());
             }
+        }
+        {
+            let mut o = self.cluster().owned();
+            o.started_connectors = owned.started_connectors;
+            o.started_tasks = owned.started_tasks;
         }
         self.ready.store(true, Ordering::SeqCst);
     }
@@ -921,9 +1103,20 @@ impl Herder for StandaloneHerder {
     async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>> {
         let mut entries = self.entries.lock().await;
         if let Some(c) = &self.cluster {
-            entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
-            // Eager protocol: a rebalance restarts every connector and task of the group.
-            c.rejoin.notify_one();
+            let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+            let shown = self.status_of(name, entry);
+            let connector = (!req.only_failed || shown.connector.state == State::Failed).then(|| name.to_owned());
+            let tasks: Vec<ConnectorTaskId> = if req.include_tasks {
+                shown
+                    .tasks
+                    .iter()
+                    .filter(|t| !req.only_failed || t.state.state == State::Failed)
+                    .map(|t| ConnectorTaskId { connector: name.to_owned(), task: t.id })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            c.restart(connector, tasks);
             return Ok(None);
         }
         let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
@@ -966,8 +1159,11 @@ impl Herder for StandaloneHerder {
     async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()> {
         let mut entries = self.entries.lock().await;
         if let Some(c) = &self.cluster {
-            entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
-            c.rejoin.notify_one();
+            let entry = entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+            if id.task as usize >= entry.state.tasks.len() {
+                return Err(HerderError::NotFound(format!("Task {}-{} not found", id.connector, id.task)));
+            }
+            c.restart(None, [id.clone()]);
             return Ok(());
         }
         let entry = entries.get_mut(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;

@@ -22,6 +22,7 @@ pub fn eager(
             (
                 id.clone(),
                 Assignment {
+                    version: 0,
                     error: NO_ERROR,
                     leader: leader.to_owned(),
                     leader_url: leader_url.clone(),
@@ -57,7 +58,7 @@ mod tests {
     use super::*;
 
     fn members(n: usize) -> BTreeMap<String, WorkerState> {
-        (0..n).map(|i| (format!("m{i}"), WorkerState { url: format!("http://w{i}/"), config_offset: 3 })).collect()
+        (0..n).map(|i| (format!("m{i}"), WorkerState { url: format!("http://w{i}/"), config_offset: 3, assignment: None })).collect()
     }
 
     #[test]

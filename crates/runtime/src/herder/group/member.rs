@@ -1,21 +1,30 @@
-//! The membership loop of one worker (Connect's `WorkerCoordinator`, eager protocol):
+//! The membership loop of one worker (Connect's `WorkerCoordinator`):
 //!
 //! ```text
-//!   FindCoordinator ─▶ revoke all ─▶ JoinGroup ─▶ leader? assign ─▶ SyncGroup ─▶ assigned
-//!         ▲                ▲                                                        │
-//!         │                └─ REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ─── Heartbeat every
-//!         │                   ILLEGAL_GENERATION, rejoin requested            heartbeat.interval.ms
-//!         └────────────── coordinator moved or unreachable (revoke first) ◀──────┘
+//!   FindCoordinator ─▶ [eager: revoke all] ─▶ JoinGroup ─▶ leader? assign ─▶ SyncGroup ─▶ apply
+//!         ▲                    ▲                                                         │
+//!         │                    └─ REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, ──── Heartbeat every
+//!         │                       rejoin requested, revocations applied,         heartbeat.interval.ms
+//!         │                       scheduled delay expired
+//!         └──────────── coordinator moved or unreachable, UNKNOWN_MEMBER_ID (revoke all first) ◀┘
 //!   shutdown: LeaveGroup
 //! ```
-//! Progress guarantee: the worker gives up (stops) everything it runs **before** it sends
-//! JoinGroup, and when a heartbeat has not succeeded within half the session timeout, so
-//! by the time the coordinator expires the member and hands its work to another, its
-//! connectors and tasks are stopping or stopped (up to `task.shutdown.graceful.timeout.ms`).
+//! Eager protocol: the worker gives up everything it runs **before** it sends JoinGroup,
+//! and the assignment is its whole share. Cooperative protocols: the worker keeps running
+//! through the rebalance and joins with what it runs; the assignment names what it must
+//! stop (revoked, stopped before anything new starts; then it rejoins at once so the
+//! leader can hand the revoked work on) and what is new (added to what it kept); a `delay`
+//! makes it rejoin when the delay expires.
+//!
+//! Progress guarantee, both protocols: when a heartbeat has not succeeded within half the
+//! session timeout, or the coordinator says this member is unknown, the worker stops
+//! everything it runs, so by the time the coordinator expires the member and its work is
+//! handed to another, its connectors and tasks are stopping or stopped (up to
+//! `task.shutdown.graceful.timeout.ms`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -29,8 +38,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
-use super::protocol::{Assignment, WorkerState, EAGER, PROTOCOL_TYPE};
+use super::cooperative::{IncrementalAssignor, Round, Units};
+use super::protocol::{Assignment, ConnectProtocol, WorkerState, NO_ERROR, PROTOCOL_TYPE};
 use super::{GroupError, GroupSettings};
+use crate::herder::ConnectorTaskId;
 
 /// Request versions: the classic (non-flexible) ones every broker generation answers.
 const FIND_COORDINATOR_V: i16 = 1;
@@ -45,18 +56,31 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(500);
 /// What the membership loop asks of the worker (the herder).
 #[async_trait]
 pub trait GroupWorker: Send + Sync + 'static {
-    /// The metadata this worker joins with (its REST URL and config-topic position).
+    /// The metadata this worker joins with: its REST URL and config-topic position (the
+    /// loop fills in the assignment).
     async fn worker_state(&self) -> WorkerState;
 
-    /// Stop every connector and task this worker runs, and wait for them. Called before
-    /// every join (eager protocol) and when membership is lost.
-    async fn revoke(&self);
+    /// A rebalance starts (before every JoinGroup): writes answer 409 until [`GroupWorker::assigned`].
+    async fn rebalance_started(&self) {}
 
-    /// Leader only: the assignment of every member (ids → metadata).
-    async fn assign(&self, leader: &str, members: &BTreeMap<String, WorkerState>) -> BTreeMap<String, Assignment>;
+    /// Stop these connectors and tasks, and wait for them. Eager protocol: everything,
+    /// before every join; cooperative: what the leader revoked. Also everything when
+    /// membership is lost.
+    async fn revoke(&self, connectors: &[String], tasks: &[ConnectorTaskId]);
 
-    /// This worker's share for `generation`; start it.
-    async fn assigned(&self, generation: i32, member_id: &str, assignment: Assignment);
+    /// Leader only: the config-topic position and every connector with its task count,
+    /// read to the end of the config topic.
+    async fn configured(&self) -> (i64, BTreeMap<String, u32>);
+
+    /// Connectors and tasks REST asked to restart since the last call (cooperative
+    /// protocols: the leader revokes them from their owners and deals them again).
+    async fn take_restarts(&self) -> Units {
+        Units::default()
+    }
+
+    /// This worker's whole share for `generation`: run exactly this (start what is not
+    /// running).
+    async fn assigned(&self, generation: i32, member_id: &str, assignment: &Assignment);
 }
 
 /// One worker's membership in the Connect group.
@@ -69,9 +93,34 @@ pub struct GroupMember {
 enum Next {
     /// Join again with the same coordinator.
     Rejoin,
+    /// The coordinator no longer knows this member: stop everything, join as a new member.
+    Lost,
     /// Find the coordinator again.
     Rediscover,
     Stop,
+}
+
+/// What the loop remembers between rounds.
+struct Membership {
+    member_id: String,
+    /// What this worker runs (its whole assignment), None when nothing.
+    held: Option<Assignment>,
+    /// The protocol of the last completed round (at first, the configured one).
+    protocol: ConnectProtocol,
+    last_completed_generation: i32,
+    assignor: IncrementalAssignor,
+    /// When the last assignment asked for a rejoin (its `delay`).
+    rejoin_at: Option<tokio::time::Instant>,
+    /// The round clock the assignor's delays are measured on.
+    clock: Instant,
+}
+
+impl Membership {
+    async fn revoke_all(&mut self, worker: &dyn GroupWorker) {
+        if let Some(held) = self.held.take() {
+            worker.revoke(&held.connectors, &held.tasks).await;
+        }
+    }
 }
 
 impl GroupMember {
@@ -86,36 +135,50 @@ impl GroupMember {
 
     /// Runs until `shutdown`; leaves the group on the way out.
     pub async fn run(self, worker: Arc<dyn GroupWorker>, shutdown: CancellationToken) {
-        let mut member_id = String::new();
-        let mut holding = false;
+        let protocol = self.settings.joining_protocol();
+        if self.settings.protocol != protocol {
+            tracing::info!(
+                connect.protocol = self.settings.protocol.name(),
+                joins_as = protocol.name(),
+                "inter-worker requests are not signed; joining with the incremental cooperative protocol without sessions"
+            );
+        }
+        let mut m = Membership {
+            member_id: String::new(),
+            held: None,
+            protocol,
+            last_completed_generation: -1,
+            assignor: IncrementalAssignor::new(self.settings.max_delay.as_millis() as u64),
+            rejoin_at: None,
+            clock: Instant::now(),
+        };
         while !shutdown.is_cancelled() {
             let mut conn = match self.coordinator().await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, group.id = %self.settings.group_id, "cannot reach the group coordinator; retrying");
-                    if holding {
-                        worker.revoke().await;
-                        holding = false;
-                    }
+                    m.revoke_all(worker.as_ref()).await;
                     tokio::select! { _ = tokio::time::sleep(RETRY_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
                     continue;
                 }
             };
             loop {
-                let next = self.round(&mut conn, worker.as_ref(), &mut member_id, &mut holding, &shutdown).await;
+                let next = self.round(&mut conn, worker.as_ref(), &mut m, &shutdown).await;
                 match next {
                     Ok(Next::Rejoin) => continue,
+                    Ok(Next::Lost) => {
+                        m.revoke_all(worker.as_ref()).await;
+                        m.member_id.clear();
+                        continue;
+                    }
                     Ok(Next::Rediscover) => break,
                     Ok(Next::Stop) => {
-                        self.leave(&mut conn, &member_id).await;
+                        self.leave(&mut conn, &m.member_id).await;
                         return;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "group membership interrupted; giving up this worker's assignment and rejoining");
-                        if holding {
-                            worker.revoke().await;
-                            holding = false;
-                        }
+                        m.revoke_all(worker.as_ref()).await;
                         tokio::select! { _ = tokio::time::sleep(RETRY_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
                         break;
                     }
@@ -154,29 +217,40 @@ impl GroupMember {
         &self,
         conn: &mut Connection,
         worker: &dyn GroupWorker,
-        member_id: &mut String,
-        holding: &mut bool,
+        m: &mut Membership,
         shutdown: &CancellationToken,
     ) -> Result<Next, GroupError> {
         let s = &self.settings;
-        if *holding {
-            worker.revoke().await;
-            *holding = false;
+        worker.rebalance_started().await;
+        if !m.protocol.is_cooperative() {
+            m.revoke_all(worker).await;
         }
         if shutdown.is_cancelled() {
             return Ok(Next::Stop);
         }
         let group = GroupId(StrBytes::from_string(s.group_id.clone()));
-        let metadata = worker.worker_state().await;
+        let state = WorkerState { assignment: m.held.clone(), ..worker.worker_state().await };
+        // In order of preference; a cooperative worker also offers the eager protocol.
+        let offered: Vec<ConnectProtocol> = match s.joining_protocol() {
+            ConnectProtocol::Eager => vec![ConnectProtocol::Eager],
+            p => vec![p, ConnectProtocol::Eager],
+        };
         let join = JoinGroupRequest::default()
             .with_group_id(group.clone())
             .with_session_timeout_ms(s.session_timeout.as_millis() as i32)
             .with_rebalance_timeout_ms(s.rebalance_timeout.as_millis() as i32)
-            .with_member_id(StrBytes::from_string(member_id.clone()))
+            .with_member_id(StrBytes::from_string(m.member_id.clone()))
             .with_protocol_type(StrBytes::from_static_str(PROTOCOL_TYPE))
-            .with_protocols(vec![JoinGroupRequestProtocol::default()
-                .with_name(StrBytes::from_static_str(EAGER))
-                .with_metadata(Bytes::from(metadata.encode()))]);
+            .with_protocols(
+                offered
+                    .iter()
+                    .map(|p| {
+                        JoinGroupRequestProtocol::default()
+                            .with_name(StrBytes::from_static_str(p.name()))
+                            .with_metadata(Bytes::from(state.encode(p.version())))
+                    })
+                    .collect(),
+            );
         // The coordinator holds a JoinGroup until every member has joined (rebalance timeout).
         let joined = tokio::select! {
             r = conn.call(&join, JOIN_GROUP_V, s.rebalance_timeout + s.request_timeout()) => r?,
@@ -185,27 +259,55 @@ impl GroupMember {
         if let Some(err) = joined.error_code.err() {
             if err == ResponseError::MemberIdRequired && !joined.member_id.is_empty() {
                 // KIP-394 (some brokers ask at every version): join again with this id.
-                *member_id = joined.member_id.to_string();
+                m.member_id = joined.member_id.to_string();
                 return Ok(Next::Rejoin);
             }
-            return self.after_error("JoinGroup", err, member_id).await;
+            return self.after_error("JoinGroup", err).await;
         }
-        *member_id = joined.member_id.to_string();
+        m.member_id = joined.member_id.to_string();
         let generation = joined.generation_id;
         let leader = joined.leader.to_string();
+        let chosen = joined.protocol_name.as_ref().map(|p| p.to_string()).unwrap_or_default();
+        let protocol = ConnectProtocol::from_name(&chosen)
+            .filter(|p| offered.contains(p))
+            .ok_or_else(|| GroupError::Malformed(format!("the coordinator chose protocol {chosen:?}, which this worker did not offer")))?;
         let mut assignments = Vec::new();
-        if leader == *member_id {
+        if leader == m.member_id {
             let mut members = BTreeMap::new();
-            for m in &joined.members {
-                match WorkerState::decode(&m.metadata) {
+            for member in &joined.members {
+                match WorkerState::decode(&member.metadata) {
                     Ok(state) => {
-                        members.insert(m.member_id.to_string(), state);
+                        members.insert(member.member_id.to_string(), state);
                     }
-                    Err(e) => tracing::warn!(member = %m.member_id.as_str(), error = %e, "ignoring a member whose metadata does not parse"),
+                    Err(e) => {
+                        tracing::warn!(member = %member.member_id.as_str(), error = %e, "ignoring a member whose metadata does not parse")
+                    }
                 }
             }
-            tracing::info!(generation, members = members.len(), "elected group leader; assigning connectors and tasks");
-            for (id, a) in worker.assign(&leader, &members).await {
+            let (offset, connectors) = worker.configured().await;
+            let restart = worker.take_restarts().await;
+            tracing::info!(
+                generation,
+                members = members.len(),
+                protocol = protocol.name(),
+                "elected group leader; assigning connectors and tasks"
+            );
+            let out = if protocol.is_cooperative() {
+                m.assignor.assign(&Round {
+                    leader: &leader,
+                    members: &members,
+                    config_offset: offset,
+                    configured: &connectors,
+                    last_completed_generation: m.last_completed_generation,
+                    generation,
+                    version: protocol.version(),
+                    now_ms: m.clock.elapsed().as_millis() as u64,
+                    restart: &restart,
+                })
+            } else {
+                super::assignor::eager(&leader, &members, offset, &connectors)
+            };
+            for (id, a) in out {
                 assignments.push(
                     SyncGroupRequestAssignment::default()
                         .with_member_id(StrBytes::from_string(id))
@@ -216,34 +318,72 @@ impl GroupMember {
         let sync = SyncGroupRequest::default()
             .with_group_id(group.clone())
             .with_generation_id(generation)
-            .with_member_id(StrBytes::from_string(member_id.clone()))
+            .with_member_id(StrBytes::from_string(m.member_id.clone()))
             .with_assignments(assignments);
         let synced = tokio::select! {
             r = conn.call(&sync, SYNC_GROUP_V, s.rebalance_timeout + s.request_timeout()) => r?,
             _ = shutdown.cancelled() => return Ok(Next::Stop),
         };
         if let Some(err) = synced.error_code.err() {
-            return self.after_error("SyncGroup", err, member_id).await;
+            return self.after_error("SyncGroup", err).await;
         }
         let assignment = Assignment::decode(&synced.assignment).map_err(|e| GroupError::Malformed(e.to_string()))?;
-        if assignment.error != super::protocol::NO_ERROR {
+        m.protocol = protocol;
+        if assignment.error != NO_ERROR {
             tracing::warn!(error = assignment.error, "the leader could not assign (config mismatch); rejoining");
             tokio::time::sleep(RETRY_BACKOFF).await;
             return Ok(Next::Rejoin);
         }
-        tracing::info!(generation, member_id = %member_id, leader = %assignment.leader, connectors = ?assignment.connectors, tasks = assignment.tasks.len(), "joined the group");
-        worker.assigned(generation, member_id, assignment).await;
-        *holding = true;
+        let revoked = !assignment.revoked_connectors.is_empty() || !assignment.revoked_tasks.is_empty();
+        tracing::info!(
+            generation,
+            member_id = %m.member_id,
+            leader = %assignment.leader,
+            protocol = protocol.name(),
+            connectors = ?assignment.connectors,
+            tasks = ?assignment.tasks,
+            revoked_connectors = ?assignment.revoked_connectors,
+            revoked_tasks = ?assignment.revoked_tasks,
+            delay_ms = assignment.delay,
+            "joined the group"
+        );
+        let whole = if protocol.is_cooperative() {
+            if revoked {
+                worker.revoke(&assignment.revoked_connectors, &assignment.revoked_tasks).await;
+            }
+            assignment.merge_into(m.held.as_ref())
+        } else {
+            assignment.clone()
+        };
+        worker.assigned(generation, &m.member_id, &whole).await;
+        m.held = Some(whole);
+        m.last_completed_generation = generation;
+        m.rejoin_at = (assignment.delay > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(assignment.delay as u64));
+        if revoked {
+            // The leader hands the revoked work on in the next round.
+            return Ok(Next::Rejoin);
+        }
 
         let heartbeat = HeartbeatRequest::default()
             .with_group_id(group)
             .with_generation_id(generation)
-            .with_member_id(StrBytes::from_string(member_id.clone()));
+            .with_member_id(StrBytes::from_string(m.member_id.clone()));
         loop {
+            let scheduled = async {
+                match m.rejoin_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = tokio::time::sleep(s.heartbeat_interval) => {}
                 _ = self.rejoin.notified() => {
                     tracing::info!(generation, "rejoining the group to rebalance");
+                    return Ok(Next::Rejoin);
+                }
+                _ = scheduled => {
+                    tracing::info!(generation, "the scheduled rebalance delay expired; rejoining");
+                    m.rejoin_at = None;
                     return Ok(Next::Rejoin);
                 }
                 _ = shutdown.cancelled() => return Ok(Next::Stop),
@@ -252,21 +392,20 @@ impl GroupMember {
             // work before the coordinator gives it to someone else.
             let resp = conn.call(&heartbeat, HEARTBEAT_V, s.session_timeout / 2).await?;
             if let Some(err) = resp.error_code.err() {
-                return self.after_error("Heartbeat", err, member_id).await;
+                return self.after_error("Heartbeat", err).await;
             }
         }
     }
 
-    async fn after_error(&self, what: &'static str, err: ResponseError, member_id: &mut String) -> Result<Next, GroupError> {
+    async fn after_error(&self, what: &'static str, err: ResponseError) -> Result<Next, GroupError> {
         match err {
             ResponseError::RebalanceInProgress | ResponseError::IllegalGeneration => {
                 tracing::info!(request = what, error = %err, "group is rebalancing; rejoining");
                 Ok(Next::Rejoin)
             }
             ResponseError::UnknownMemberId => {
-                tracing::info!(request = what, error = %err, "the coordinator does not know this member; rejoining as a new one");
-                member_id.clear();
-                Ok(Next::Rejoin)
+                tracing::info!(request = what, error = %err, "the coordinator does not know this member; stopping its work and rejoining as a new one");
+                Ok(Next::Lost)
             }
             ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable | ResponseError::CoordinatorLoadInProgress => {
                 tracing::info!(request = what, error = %err, "looking for the group coordinator again");

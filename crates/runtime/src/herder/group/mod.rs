@@ -4,8 +4,20 @@
 //! elects a leader, the leader deals every connector and task over the members, and each
 //! worker runs only its share.
 //!
-//! - [`protocol`]: Connect's metadata and assignment bytes (eager protocol, version 0).
+//! `connect.protocol` picks how a rebalance moves work, as in Connect:
+//! - `eager` (protocol `default`, version 0): every worker stops everything before it
+//!   rejoins, and the leader deals everything afresh.
+//! - `compatible` (version 1) and `sessioned` (Connect's default; version 2, which adds
+//!   signed inter-worker requests): incremental cooperative rebalancing. Workers keep
+//!   running through a rebalance; only what moves stops. A worker that departs leaves its
+//!   work unassigned for up to `scheduled.rebalance.max.delay.ms`, waiting for it to return.
+//!   sluice does not sign inter-worker requests (no session keys in the config topic), so
+//!   `sessioned` joins as `compatible` does. A cooperative worker also offers `default`, so
+//!   a group with an eager member falls back to the eager protocol.
+//!
+//! - [`protocol`]: Connect's metadata and assignment bytes (versions 0, 1 and 2).
 //! - [`assignor`]: Connect's eager round-robin assignment.
+//! - [`cooperative`]: Connect's incremental cooperative assignment and its scheduled delay.
 //! - [`member`]: the join/sync/heartbeat/leave loop, driving a [`member::GroupWorker`].
 //!
 //! Plaintext TCP only for now: `security.protocol` other than PLAINTEXT is refused by
@@ -13,6 +25,7 @@
 
 pub mod assignor;
 mod connection;
+pub mod cooperative;
 pub mod member;
 pub mod protocol;
 pub mod worker;
@@ -20,10 +33,14 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use protocol::ConnectProtocol;
+
 /// Connect's defaults for the worker keys of the same names.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_millis(10_000);
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(3_000);
 pub const DEFAULT_REBALANCE_TIMEOUT: Duration = Duration::from_millis(60_000);
+pub const DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY: Duration = Duration::from_millis(300_000);
+pub const DEFAULT_CONNECT_PROTOCOL: ConnectProtocol = ConnectProtocol::Sessioned;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupSettings {
@@ -33,11 +50,16 @@ pub struct GroupSettings {
     pub session_timeout: Duration,
     pub heartbeat_interval: Duration,
     pub rebalance_timeout: Duration,
+    /// `connect.protocol` as configured.
+    pub protocol: ConnectProtocol,
+    /// `scheduled.rebalance.max.delay.ms`.
+    pub max_delay: Duration,
 }
 
 impl GroupSettings {
     /// From `bootstrap.servers`, `group.id`, `session.timeout.ms`, `heartbeat.interval.ms`,
-    /// `rebalance.timeout.ms` (and `client.id`).
+    /// `rebalance.timeout.ms`, `connect.protocol`, `scheduled.rebalance.max.delay.ms` (and
+    /// `client.id`).
     pub fn from_worker_props(props: &BTreeMap<String, String>) -> Result<Self, String> {
         let get = |k: &str| props.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
         let bootstrap: Vec<String> = get("bootstrap.servers")
@@ -64,7 +86,23 @@ impl GroupSettings {
                     .ok_or_else(|| format!("{k} must be a positive number of milliseconds, got {v:?}")),
             }
         };
+        let protocol = match get("connect.protocol") {
+            None => DEFAULT_CONNECT_PROTOCOL,
+            Some(v) => ConnectProtocol::from_config(v)
+                .ok_or_else(|| format!("connect.protocol must be one of eager, compatible, sessioned; got {v:?}"))?,
+        };
+        let max_delay = match get("scheduled.rebalance.max.delay.ms") {
+            None => DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|v| *v <= i32::MAX as u32)
+                .map(|v| Duration::from_millis(v.into()))
+                .ok_or_else(|| format!("scheduled.rebalance.max.delay.ms must be between 0 and {} milliseconds, got {v:?}", i32::MAX))?,
+        };
         let s = Self {
+            protocol,
+            max_delay,
             bootstrap,
             client_id: get("client.id").map(str::to_owned).unwrap_or_else(|| format!("connect-{group_id}")),
             group_id,
@@ -76,6 +114,15 @@ impl GroupSettings {
             return Err("heartbeat.interval.ms must be lower than session.timeout.ms".to_owned());
         }
         Ok(s)
+    }
+
+    /// The protocol this worker joins with: `sessioned` joins as `compatible`, since
+    /// sluice does not sign inter-worker requests.
+    pub fn joining_protocol(&self) -> ConnectProtocol {
+        match self.protocol {
+            ConnectProtocol::Sessioned => ConnectProtocol::Compatible,
+            p => p,
+        }
     }
 
     /// Timeout of a request that the coordinator answers at once.
@@ -134,5 +181,23 @@ mod tests {
         assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("heartbeat.interval.ms"));
         bad.insert("security.protocol".into(), "SASL_SSL".into());
         assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("PLAINTEXT"));
+    }
+
+    #[test]
+    fn protocol_and_scheduled_delay_take_connects_keys_and_defaults() {
+        let mut props: BTreeMap<String, String> =
+            [("bootstrap.servers", "a:1"), ("group.id", "g")].into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        let s = GroupSettings::from_worker_props(&props).unwrap();
+        assert_eq!((s.protocol, s.max_delay), (ConnectProtocol::Sessioned, Duration::from_secs(300)));
+        assert_eq!(s.joining_protocol(), ConnectProtocol::Compatible, "no request signing: sessioned joins as compatible");
+        props.insert("connect.protocol".into(), "EAGER".into());
+        props.insert("scheduled.rebalance.max.delay.ms".into(), "0".into());
+        let s = GroupSettings::from_worker_props(&props).unwrap();
+        assert_eq!((s.joining_protocol(), s.max_delay), (ConnectProtocol::Eager, Duration::ZERO));
+        props.insert("connect.protocol".into(), "cooperative".into());
+        assert!(GroupSettings::from_worker_props(&props).unwrap_err().contains("connect.protocol"));
+        props.insert("connect.protocol".into(), "compatible".into());
+        props.insert("scheduled.rebalance.max.delay.ms".into(), "-1".into());
+        assert!(GroupSettings::from_worker_props(&props).unwrap_err().contains("scheduled.rebalance.max.delay.ms"));
     }
 }

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::cooperative::Units;
 use super::member::GroupWorker;
 use super::protocol::{Assignment, WorkerState};
 use crate::herder::standalone::StandaloneHerder;
+use crate::herder::ConnectorTaskId;
 
 pub struct ClusterWorker {
     pub herder: Arc<StandaloneHerder>,
@@ -18,20 +20,27 @@ pub struct ClusterWorker {
 #[async_trait]
 impl GroupWorker for ClusterWorker {
     async fn worker_state(&self) -> WorkerState {
-        WorkerState { url: self.url.clone(), config_offset: self.herder.config_position() }
+        WorkerState { url: self.url.clone(), config_offset: self.herder.config_position(), assignment: None }
     }
 
-    async fn revoke(&self) {
-        self.herder.revoke().await;
+    async fn rebalance_started(&self) {
+        self.herder.rebalance_started();
     }
 
-    async fn assign(&self, leader: &str, members: &BTreeMap<String, WorkerState>) -> BTreeMap<String, Assignment> {
-        let (offset, connectors) = self.herder.assignable().await;
-        super::assignor::eager(leader, members, offset, &connectors)
+    async fn revoke(&self, connectors: &[String], tasks: &[ConnectorTaskId]) {
+        self.herder.revoke(connectors, tasks).await;
     }
 
-    async fn assigned(&self, generation: i32, member_id: &str, a: Assignment) {
+    async fn configured(&self) -> (i64, BTreeMap<String, u32>) {
+        self.herder.assignable().await
+    }
+
+    async fn take_restarts(&self) -> Units {
+        self.herder.take_restarts()
+    }
+
+    async fn assigned(&self, generation: i32, member_id: &str, a: &Assignment) {
         let leader = a.leader == member_id;
-        self.herder.assigned(generation, leader, a.leader_url, a.connectors, a.tasks).await;
+        self.herder.assigned(generation, leader, a.leader_url.clone(), &a.connectors, &a.tasks, a.version >= 1).await;
     }
 }
