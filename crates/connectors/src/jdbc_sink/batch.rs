@@ -219,6 +219,9 @@ pub struct Batch {
     pub origins: Vec<Origin>,
     /// Next offset per partition once this batch is applied.
     pub offsets: BTreeMap<TopicPartition, i64>,
+    /// The first offset per partition this batch covers: the target must not have stored
+    /// a next offset past it (else another writer applied this batch already).
+    pub first: BTreeMap<TopicPartition, i64>,
 }
 
 /// A record that cannot be turned into a change, with the reason.
@@ -341,6 +344,16 @@ pub fn next_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
     offsets
 }
 
+/// The first offset of each partition in `records`.
+pub fn first_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
+    let mut offsets = BTreeMap::new();
+    for r in records {
+        let first = offsets.entry(r.topic_partition()).or_insert(r.offset);
+        *first = (*first).min(r.offset);
+    }
+    offsets
+}
+
 /// Builds a batch from records, in order. Every record counts for the offsets, also those
 /// that write nothing (skipped operations).
 ///
@@ -349,7 +362,7 @@ pub fn next_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
 /// uses `${source.…}` and the topic was not seen yet, the tombstone is skipped: the delete
 /// event before it did the work).
 pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut HashMap<String, TableName>) -> Result<Batch, BadRecord> {
-    let mut batch = Batch { offsets: next_offsets(records), ..Batch::default() };
+    let mut batch = Batch { offsets: next_offsets(records), first: first_offsets(records), ..Batch::default() };
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
     for record in records {

@@ -5,7 +5,8 @@
 //! Debezium's logical types are recognised by schema name: `io.debezium.time.*` (epoch
 //! days, milli/micro/nanoseconds), `ZonedTimestamp`/`ZonedTime` (ISO strings), `Json`,
 //! `Uuid`, `Xml`, `Enum`, `VariableScaleDecimal`; and Connect's `Decimal`, `Date`, `Time`,
-//! `Timestamp`.
+//! `Timestamp`. Structs and maps (other than the logical types above) become `jsonb`
+//! columns holding the value as JSON.
 
 use sluice_api::schema::logical;
 use sluice_api::{Schema, SchemaType, Value};
@@ -87,13 +88,8 @@ pub fn column_type(schema: &Schema) -> Result<String, String> {
             }
             format!("{}[]", column_type(element)?)
         }
-        SchemaType::Map | SchemaType::Struct => {
-            return Err(format!(
-                "{} fields (schema {}) have no column type yet",
-                schema.kind.json_name(),
-                schema.name.as_deref().unwrap_or("unnamed")
-            ))
-        }
+        // Nested values are kept whole, as JSON (see `json_text`).
+        SchemaType::Map | SchemaType::Struct => "jsonb".to_owned(),
     })
 }
 
@@ -189,8 +185,18 @@ pub fn text(value: &Value, schema: &Schema) -> Result<String, String> {
             out.push('}');
             out
         }
-        Value::Null | Value::Map(_) | Value::Struct(_) => return Err(bad()),
+        Value::Map(_) | Value::Struct(_) => json_text(value, schema)?,
+        Value::Null => return Err(bad()),
     })
+}
+
+/// A struct or map as JSON, the way `JsonConverter` writes a value without its schema, except
+/// that decimals are numbers (`json.decimal.format=NUMERIC`), so they stay numbers in `jsonb`.
+fn json_text(value: &Value, schema: &Schema) -> Result<String, String> {
+    let mut out = Vec::new();
+    crate::s3_sink::format::json::write_json(&mut out, Some(schema), value, crate::s3_sink::config::DecimalFormat::Numeric)
+        .map_err(|e| format!("cannot write a {} value as JSON: {e}", schema.kind.json_name()))?;
+    String::from_utf8(out).map_err(|e| format!("cannot write a {} value as JSON: {e}", schema.kind.json_name()))
 }
 
 fn float_text(v: f64, shown: String) -> String {
@@ -313,5 +319,27 @@ mod tests {
         assert_eq!(column_type(&Schema::decimal(2).with_parameter("connect.decimal.precision", "10")).unwrap(), "numeric(10,2)");
         assert_eq!(cell(&Value::String(UNAVAILABLE_VALUE.into()), &Schema::string()).unwrap(), Cell::Unchanged);
         assert_eq!(cell(&Value::Array(vec![UNAVAILABLE_VALUE.into()]), &arr).unwrap(), Cell::Unchanged);
+    }
+
+    #[test]
+    fn structs_and_maps_are_json() {
+        use sluice_api::Struct;
+        let addr = Schema::struct_of([
+            ("city", Schema::string().into_ref()),
+            ("zip", Schema::int32().optional().into_ref()),
+            ("fee", Schema::decimal(2).optional().into_ref()),
+        ])
+        .into_ref();
+        assert_eq!(column_type(&addr).unwrap(), "jsonb");
+        let v = Value::Struct(
+            Struct::new(addr.clone()).with("city", "K\u{f6}ln \"Mitte\"").with("zip", 50667).with("fee", Value::Bytes(vec![0x04, 0xd2])),
+        );
+        assert_eq!(text(&v, &addr).unwrap(), r#"{"city":"Köln \"Mitte\"","zip":50667,"fee":12.34}"#);
+        let map = Schema::map(Schema::string().into_ref(), Schema::int64().optional().into_ref());
+        assert_eq!(column_type(&map).unwrap(), "jsonb");
+        let m = Value::Map(vec![("b".into(), Value::Int64(2)), ("a".into(), Value::Null)]);
+        assert_eq!(text(&m, &map).unwrap(), r#"{"b":2,"a":null}"#);
+        let list = Schema::array(addr.clone());
+        assert_eq!(column_type(&list).unwrap(), "jsonb[]");
     }
 }

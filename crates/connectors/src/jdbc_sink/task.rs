@@ -39,6 +39,8 @@ pub struct JdbcSinkTask {
     durable: BTreeMap<TopicPartition, i64>,
     /// Assigned partitions whose stored offsets have not been read yet.
     unread: BTreeSet<TopicPartition>,
+    /// The partitions assigned to this task.
+    assigned: BTreeSet<TopicPartition>,
     /// Set after a failed write: read every stored offset again before the next write.
     reread: bool,
     /// Consecutive failed writes.
@@ -70,10 +72,9 @@ impl JdbcSinkTask {
             }
         }
         if self.reread {
-            for (tp, next) in &stored {
-                if let Some(d) = self.durable.get_mut(tp) {
-                    *d = (*d).max(*next);
-                }
+            for (tp, next) in stored.into_iter().filter(|(tp, _)| self.assigned.contains(tp)) {
+                let d = self.durable.entry(tp).or_insert(next);
+                *d = (*d).max(next);
             }
             self.reread = false;
         }
@@ -147,6 +148,7 @@ impl JdbcSinkTask {
     ) -> ConnectResult<bool> {
         let cfg = self.cfg.clone().expect("started");
         let offsets = batch::next_offsets(chunk);
+        let first = batch::first_offsets(chunk);
         let mut remaining: Option<Vec<SinkRecord>> = None;
         loop {
             let records = remaining.as_deref().unwrap_or(chunk);
@@ -174,6 +176,7 @@ impl JdbcSinkTask {
                 }
             };
             batch.offsets = offsets.clone();
+            batch.first = first.clone();
             let dialect = self.dialect.as_mut().expect("started");
             match dialect.write(connector, &batch).await {
                 Ok(()) => {
@@ -219,6 +222,7 @@ impl SinkTask for JdbcSinkTask {
 
     async fn open(&mut self, partitions: &[TopicPartition]) -> ConnectResult<()> {
         self.unread.extend(partitions.iter().cloned());
+        self.assigned.extend(partitions.iter().cloned());
         if let Err(e) = self.load_offsets().await {
             // Not fatal: put reads them before it writes anything.
             tracing::warn!(error = %e, "cannot read the stored offsets yet");
@@ -285,6 +289,7 @@ impl SinkTask for JdbcSinkTask {
         for tp in partitions {
             self.durable.remove(tp);
             self.unread.remove(tp);
+            self.assigned.remove(tp);
         }
         Ok(())
     }

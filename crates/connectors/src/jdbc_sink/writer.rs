@@ -10,8 +10,9 @@
 //!                      UPDATE … SET c = CASE WHEN unchanged THEN t.c ELSE s.c END FROM temp
 //!                      INSERT … WHERE NOT EXISTS                       (rows with unchanged columns)
 //!              insert: INSERT … SELECT;  update: UPDATE … FROM temp
-//!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE   (next offset per partition)
-//! COMMIT
+//!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE … WHERE stored ≤ first offset
+//!                                      (next offset per partition; compare and set)
+//! COMMIT                               (only when every partition's offset was set)
 //! ```
 //! Staging tables are temporary tables of the connection, one per column layout, created
 //! on first use with `ON COMMIT DELETE ROWS` (see [`Staging`]).
@@ -470,9 +471,17 @@ impl Dialect for PgWriter {
     }
 
     async fn write(&mut self, connector: &str, batch: &Batch) -> Result<(), WriteError> {
+        // Compare and set: a partition's stored next offset moves only if it is not past the
+        // first record of this batch. When it is, another writer (e.g. the backend of a
+        // killed worker, whose COMMIT was already on its way) applied these records: this
+        // transaction rolls back and the offsets are read again. The conflict waits for that
+        // writer's transaction to end, so the check sees what it committed.
         let offsets_sql = format!(
-            "INSERT INTO {} (connector, topic, partition, next_offset) SELECT $1, t, p, o FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o) \
-             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp()",
+            "INSERT INTO {0} AS o (connector, topic, partition, next_offset) \
+             SELECT $1, t, p, n FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, n) \
+             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp() \
+             WHERE o.next_offset <= (SELECT f FROM unnest($2::text[], $3::integer[], $5::bigint[]) AS x(t, p, f) \
+                                     WHERE x.t = EXCLUDED.topic AND x.p = EXCLUDED.partition)",
             self.offsets_table()
         );
         let cfg = self.cfg.clone();
@@ -483,21 +492,27 @@ impl Dialect for PgWriter {
         let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
         let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
         let next: Vec<i64> = batch.offsets.values().copied().collect();
+        let first: Vec<i64> = batch.offsets.iter().map(|(tp, n)| batch.first.get(tp).copied().unwrap_or(*n)).collect();
         let mut tx = Tx::begin(client);
         let result = async {
             apply(&mut tx, &cfg, &mut cache, batch, &mut staging).await?;
-            // The last statements, the offsets and COMMIT go out together. After an error in
-            // the transaction, Postgres answers COMMIT with a rollback.
+            // The last statements go out with the offsets, in one round trip.
             let queued = tx.take();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&connector, &topics, &partitions, &next];
-            let (data, offsets, commit) = futures_util::join!(
-                Tx::execute(tx.client, queued),
-                tx.client.execute(&offsets_sql, &params),
-                tx.client.batch_execute("COMMIT"),
-            );
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [&connector, &topics, &partitions, &next, &first];
+            let (data, stored) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.execute(&offsets_sql, &params));
             data?;
-            offsets.map_err(|e| classify("cannot store offsets", e))?;
-            commit.map_err(|e| classify("cannot commit", e))
+            let stored = stored.map_err(|e| classify("cannot store offsets", e))?;
+            if stored != topics.len() as u64 {
+                return Err(WriteError {
+                    kind: ErrorKind::Retriable,
+                    message: "the target already holds offsets past this batch (written by another instance of this task); \
+                              reading them again"
+                        .to_owned(),
+                    source: None,
+                    origin: None,
+                });
+            }
+            tx.client.batch_execute("COMMIT").await.map_err(|e| classify("cannot commit", e))
         }
         .await;
         if result.is_err() {

@@ -51,9 +51,9 @@
 //! already handled are skipped by offset, and the interrupted upload resumes. Refused
 //! credentials and a missing bucket are fatal (at start and on every write).
 
-mod config;
+pub(crate) mod config;
 mod connector;
-mod format;
+pub(crate) mod format;
 mod partitioner;
 mod storage;
 mod task;

@@ -271,6 +271,8 @@ async fn auto_create_types_and_evolve() {
         .optional()
         .into_ref();
     let s = |x: Schema| x.optional().into_ref();
+    let addr =
+        Schema::struct_of([("city", Schema::string().into_ref()), ("zip", Schema::int32().optional().into_ref())]).optional().into_ref();
     let schema = Schema::struct_of([
         ("id", Schema::int64().into_ref()),
         ("price", s(Schema::decimal(2).with_parameter("connect.decimal.precision", "10"))),
@@ -285,6 +287,8 @@ async fn auto_create_types_and_evolve() {
         ("raw", s(Schema::bytes())),
         ("ok", s(Schema::boolean())),
         ("f", s(Schema::float64())),
+        ("addr", addr.clone()),
+        ("attrs", s(Schema::map(Schema::string().into_ref(), Schema::int32().optional().into_ref()))),
     ])
     .named("srv.public.typed.Value")
     .into_ref();
@@ -301,7 +305,9 @@ async fn auto_create_types_and_evolve() {
         .with("tags", Value::Array(vec!["a".into(), Value::Null, "b \"c\"".into()]))
         .with("raw", Value::Bytes(vec![0, 1, 255]))
         .with("ok", true)
-        .with("f", Value::Float64(1.5));
+        .with("f", Value::Float64(1.5))
+        .with("addr", Value::Struct(Struct::new(addr).with("city", "K\u{f6}ln").with("zip", 50667)))
+        .with("attrs", Value::Map(vec![("b".into(), Value::Int32(2)), ("a".into(), Value::Null)]));
     let key_schema = Schema::struct_of([("id", Schema::int64().into_ref())]).into_ref();
     let record = SinkRecord {
         topic: "typed".into(),
@@ -316,11 +322,15 @@ async fn auto_create_types_and_evolve() {
     let (mut t2, _) = task(&pg.debezium(&[("collection.name.format", "${topic}")])).await;
     t2.put(vec![record]).await.unwrap();
     let types = rows(&db, "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'typed'").await;
-    assert_eq!(types[0], "id bigint, price numeric, vsd numeric, ts timestamp without time zone, tz timestamp with time zone, d date, tm time without time zone, doc jsonb, uid uuid, tags ARRAY, raw bytea, ok boolean, f double precision");
-    let got = rows(&db, "SELECT concat_ws('|', price, vsd, ts, tz, d, tm, doc, uid, tags, raw, ok, f) FROM typed").await;
+    assert_eq!(types[0], "id bigint, price numeric, vsd numeric, ts timestamp without time zone, tz timestamp with time zone, d date, tm time without time zone, doc jsonb, uid uuid, tags ARRAY, raw bytea, ok boolean, f double precision, addr jsonb, attrs jsonb");
+    let got = rows(
+        &db,
+        "SELECT concat_ws('|', price, vsd, ts, tz, d, tm, doc, uid, tags, raw, ok, f, addr, attrs, addr->>'city', attrs->'b') FROM typed",
+    )
+    .await;
     assert_eq!(
         got[0],
-        r#"123.45|-0.123|2023-11-14 22:13:20.123456|2024-02-29 23:30:00.12+00|2024-02-29|01:00:00.5|{"a": [1, "x\ty"]}|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{a,NULL,"b \"c\""}|\x0001ff|t|1.5"#
+        r#"123.45|-0.123|2023-11-14 22:13:20.123456|2024-02-29 23:30:00.12+00|2024-02-29|01:00:00.5|{"a": [1, "x\ty"]}|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{a,NULL,"b \"c\""}|\x0001ff|t|1.5|{"zip": 50667, "city": "Köln"}|{"a": null, "b": 2}|Köln|2"#
     );
 }
 
@@ -360,6 +370,47 @@ async fn offsets_in_the_target_make_restarts_exact() {
     assert!(counts[0].split(',').all(|c| c.parse::<i32>().unwrap() <= 3), "{counts:?}");
     let pre = t.pre_commit(&[(TopicPartition::new(TOPIC, 0), 40)].into()).await.unwrap();
     assert_eq!(pre, [(TopicPartition::new(TOPIC, 0), 40)].into());
+}
+
+/// Two instances of one task (a restarted task while the backend of the killed one still
+/// commits): the target's offsets are compared and set, so the stale instance cannot apply
+/// what the other one stored, and after reading the offsets again it goes on from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_instance_cannot_apply_a_batch_twice() {
+    let pg = Pg::start();
+    let db = pg.client().await;
+    count_updates(&db).await;
+    let p = pg.debezium(&[("retry.backoff.ms", "50")]);
+    let mut e = Events { with_extra: false, offset: 0 };
+    let inserts: Vec<SinkRecord> = (0..5).map(|i| e.upsert("c", i, "v0", "b", 0)).collect();
+    let updates: Vec<SinkRecord> = (0..5).map(|i| e.upsert("u", i, "v1", "b", 1)).collect();
+    let more: Vec<SinkRecord> = (0..5).map(|i| e.upsert("u", i, "v2", "b", 2)).collect();
+    // Both read the stored offsets (none yet) when their partition opened.
+    let (mut a, _) = task(&p).await;
+    let (mut b, b_ctx) = task(&p).await;
+    a.put(inserts.clone()).await.unwrap();
+    a.put(updates.clone()).await.unwrap();
+    let err = b.put(updates.clone()).await.expect_err("the stale instance must not write");
+    assert!(err.is_retriable(), "{err}");
+    assert!(err.trace().contains("offsets past this batch"), "{}", err.trace());
+    // Its rolled-back attempt left nothing: one update per key.
+    let counts = rows(&db, "SELECT string_agg(updates::text, ',' ORDER BY id) FROM items_updates").await;
+    assert_eq!(counts[0], "1,1,1,1,1");
+    // Redelivered, the same records are recognised as applied; the next ones are written.
+    b.put(updates.clone()).await.unwrap();
+    b.put(more.clone()).await.unwrap();
+    let counts = rows(&db, "SELECT string_agg(updates::text, ',' ORDER BY id) FROM items_updates").await;
+    assert_eq!(counts[0], "2,2,2,2,2");
+    assert_eq!(
+        rows(&db, "SELECT string_agg(id || ':' || name || ':' || n, ',' ORDER BY id) FROM items").await[0],
+        (0..5).map(|i| format!("{i}:v2:2")).collect::<Vec<_>>().join(",")
+    );
+    let stored = rows(&db, "SELECT next_offset::text FROM sluice_sink_offsets WHERE connector = 'wh'").await;
+    assert_eq!(stored, ["15"]);
+    // The first instance, now stale in turn, is refused the same way.
+    let err = a.put(more).await.expect_err("stale again");
+    assert!(err.is_retriable(), "{err}");
+    drop(b_ctx);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
