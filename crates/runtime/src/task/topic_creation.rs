@@ -300,7 +300,7 @@ fn invalid(key: &str, value: &str, why: &str) -> KeyError {
 
 /// A source task's topic creation: each topic is looked at once per task.
 pub struct TopicCreator {
-    creation: TopicCreation,
+    creation: Box<TopicCreation>,
     connector: String,
     /// Topics known to exist (created here or found).
     known: HashSet<String>,
@@ -315,7 +315,9 @@ impl TopicCreator {
             return Ok(None);
         }
         match TopicCreation::from_config(props) {
-            Ok(creation) => Ok(creation.map(|creation| Self { creation, connector: connector.to_owned(), known: HashSet::new() })),
+            Ok(creation) => {
+                Ok(creation.map(|creation| Self { creation: Box::new(creation), connector: connector.to_owned(), known: HashSet::new() }))
+            }
             Err(mut errors) => {
                 let (key, message) = errors.swap_remove(0);
                 Err(ConnectError::config(key, message))
