@@ -17,5 +17,6 @@ mod rest;
 mod s3;
 mod secrets;
 mod tls;
+mod topic_creation;
 mod transforms;
 mod warehouse;

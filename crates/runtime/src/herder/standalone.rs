@@ -36,6 +36,7 @@ use crate::store::status::StatusStore;
 use crate::task::errors::ErrorPolicy;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::SourceRunner;
+use crate::task::topic_creation::TopicCreator;
 use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
 use crate::transform::TransformChain;
 use crate::worker::config::WorkerConfig;
@@ -427,9 +428,12 @@ impl StandaloneHerder {
         status.put_task(&id, StateInfo { state: initial, trace: None, worker_id });
         let token = shutdown.clone();
         let join = tokio::spawn(async move {
-            let result = match runner {
-                Runner::Source(r) => r.run(token).await,
-                Runner::Sink(r) => r.run(token).await,
+            let result = match create_dead_letter_topic(runner.dead_letter_queue()).await {
+                Err(e) => Err(e),
+                Ok(()) => match runner {
+                    Runner::Source(r) => r.run(token).await,
+                    Runner::Sink(r) => r.run(token).await,
+                },
             };
             if let Err(e) = result {
                 tracing::error!(task = ?id, error = %e, "task failed");
@@ -483,6 +487,7 @@ impl StandaloneHerder {
                     offsets: Arc::new(ConnectorOffsets { store: self.offsets.clone(), connector: id.connector.clone() }),
                     shutdown: CancellationToken::new(),
                 },
+                topic_creation: TopicCreator::from_config(self.worker.topic_creation_enable, &id.connector, &config)?,
                 log,
                 transforms,
                 converters,
@@ -909,6 +914,43 @@ enum Runner {
     Sink(SinkRunner),
 }
 
+impl Runner {
+    /// The task's log and dead-letter topic, when it has one.
+    fn dead_letter_queue(&self) -> Option<(Arc<dyn Log>, crate::task::errors::DeadLetterQueue)> {
+        let (log, errors) = match self {
+            Runner::Source(r) => (&r.log, &r.errors),
+            Runner::Sink(r) => (&r.log, &r.errors),
+        };
+        errors.dlq.clone().map(|dlq| (log.clone(), dlq))
+    }
+}
+
+/// Creates a task's dead-letter topic when it is missing, with one partition and
+/// `errors.deadletterqueue.topic.replication.factor`, as Connect does when it sets up a
+/// task's dead-letter reporter (whatever `topic.creation.enable` says).
+async fn create_dead_letter_topic(
+    dlq: Option<(Arc<dyn Log>, crate::task::errors::DeadLetterQueue)>,
+) -> Result<(), sluice_api::ConnectError> {
+    let Some((log, dlq)) = dlq else { return Ok(()) };
+    match log.create_topic(&dlq.new_topic()).await {
+        Ok(created) => {
+            if created {
+                tracing::info!(topic = %dlq.topic, replication_factor = dlq.replication_factor, "created the dead-letter topic");
+            }
+            Ok(())
+        }
+        Err(e) => Err(sluice_api::ConnectError::fatal_from(
+            format!(
+                "Could not initialize dead letter queue with topic={} (replication factor {}); fix {} or create the topic",
+                dlq.topic,
+                dlq.replication_factor,
+                crate::task::errors::DLQ_REPLICATION_FACTOR
+            ),
+            sluice_api::ConnectError::from(e),
+        )),
+    }
+}
+
 fn sink_partition(tp: &sluice_api::TopicPartition) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("kafka_topic".into(), json!(tp.topic));
@@ -991,7 +1033,7 @@ impl Herder for StandaloneHerder {
             return Err(HerderError::BadRequest(format!("Connector name {name:?} must not contain control characters")));
         }
         config.insert("name".to_owned(), name.to_owned());
-        let (infos, plugin) = validate::validate(&self.plugins, &config, self.worker.override_policy)?;
+        let (infos, plugin) = validate::validate(&self.plugins, &config, self.worker.override_policy, self.worker.topic_creation_enable)?;
         if infos.error_count() > 0 {
             return Err(HerderError::BadRequest(invalid_message(&infos)));
         }
@@ -1270,7 +1312,7 @@ impl Herder for StandaloneHerder {
     }
 
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos> {
-        let (mut infos, plugin) = validate::validate(&self.plugins, props, self.worker.override_policy)?;
+        let (mut infos, plugin) = validate::validate(&self.plugins, props, self.worker.override_policy, self.worker.topic_creation_enable)?;
         let extra = (plugin.create)().validate_extra(props).await;
         for (key, error) in extra {
             match infos.configs.iter_mut().find(|(_, v)| v.name == key) {

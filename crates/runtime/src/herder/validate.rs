@@ -88,6 +88,18 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
                 .group("Predicates", 1, "Predicates"),
         )
         .merge(&crate::task::errors::def());
+    if kind == ConnectorKind::Source {
+        def = def.define(
+            common(
+                crate::task::topic_creation::GROUPS,
+                ConfigType::List,
+                Importance::Low,
+                "Groups of configurations for topics created by source connectors.",
+            )
+            .default_value("")
+            .group("Topic Creation", 1, "Topic Creation Groups"),
+        );
+    }
     if kind == ConnectorKind::Sink {
         def = def
             .define(
@@ -106,7 +118,16 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
 
 /// Full validation, as `PUT /connector-plugins/{class}/config/validate` answers it;
 /// `policy` is the worker's `connector.client.config.override.policy`.
-pub fn validate(plugins: &Plugins, props: &Props, policy: OverridePolicy) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
+///
+/// `topic_creation` is the worker's `topic.creation.enable`: when on, a source connector's
+/// `topic.creation.*` keys are checked (see [`crate::task::topic_creation`]); when off they
+/// are not looked at, as they are not used.
+pub fn validate(
+    plugins: &Plugins,
+    props: &Props,
+    policy: OverridePolicy,
+    topic_creation: bool,
+) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
     let class = props
         .get("connector.class")
         .filter(|c| !c.trim().is_empty())
@@ -176,6 +197,24 @@ pub fn validate(plugins: &Plugins, props: &Props, policy: OverridePolicy) -> Res
                 }
             }
             (true, false) => {}
+        }
+    }
+    // Checks of keys the definition cannot express: topic creation groups, a dead-letter
+    // replication factor of 0.
+    let mut rule_errors: Vec<(String, String)> = crate::task::errors::dlq_replication_error(props).into_iter().collect();
+    if plugin.kind == ConnectorKind::Source && topic_creation {
+        rule_errors.extend(crate::task::topic_creation::validate(props));
+    }
+    for (key, error) in rule_errors {
+        match values.iter_mut().find(|v| v.name == key) {
+            Some(v) => v.errors.push(error),
+            None => values.push(ConfigValue {
+                name: key.clone(),
+                value: props.get(&key).cloned(),
+                recommended_values: Vec::new(),
+                errors: vec![error],
+                visible: true,
+            }),
         }
     }
     // Client overrides: refused by the policy, or (auto.offset.reset, which the sink task

@@ -64,6 +64,14 @@
 //! A background thread runs once at open and every `maintenance_interval`: compaction for
 //! compacted topics (see `compaction`), retention for the others (whole sealed segments,
 //! see `maintenance`). The active segment is never touched.
+//!
+//! # Topics created with settings ([`Log::create_topic`])
+//!
+//! Of a [`NewTopic`] the embedded log applies the partition count (`-1`: the default
+//! partition count), `cleanup.policy` (`delete`, `compact`; `compact,delete` compacts
+//! only), `retention.ms` and `retention.bytes` (`-1`: unlimited; delete topics only). The
+//! replication factor (one copy here) and every other topic config (`compression.type`,
+//! `segment.bytes`, …) are ignored, with one info line naming them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -80,7 +88,7 @@ use async_trait::async_trait;
 use sluice_api::TopicPartition;
 use tokio::sync::oneshot;
 
-use super::{AppendFuture, CleanupPolicy, Log, LogError, LogResult, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{AppendFuture, CleanupPolicy, Log, LogError, LogResult, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
 
 mod compaction;
 mod frame;
@@ -365,6 +373,11 @@ impl Inner {
     /// Creates the topic on disk if missing: partition directories with an empty first
     /// segment, then `topic.json` (its presence is what makes the topic exist).
     fn create_topic(&self, name: &str, config: TopicConfig) -> LogResult<Arc<Topic>> {
+        self.create_topic_if_missing(name, config).map(|(topic, _)| topic)
+    }
+
+    /// [`Inner::create_topic`], also telling whether this call created the topic.
+    fn create_topic_if_missing(&self, name: &str, config: TopicConfig) -> LogResult<(Arc<Topic>, bool)> {
         partition::validate_topic_name(name)?;
         partition::validate_config(name, &config)?;
         if self.read_only {
@@ -372,7 +385,7 @@ impl Inner {
         }
         let _create = lock(&self.create);
         if let Some(t) = read_lock(&self.topics).get(name) {
-            return Ok(Arc::clone(t));
+            return Ok((Arc::clone(t), false));
         }
         let dir = self.topics_dir.join(name);
         fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
@@ -383,7 +396,7 @@ impl Inner {
         tracing::info!(topic = name, partitions = config.partitions, cleanup = config.cleanup.name(), "created topic");
         let topic = Arc::new(Topic { name: name.to_owned(), config, partitions });
         write_lock(&self.topics).insert(name.to_owned(), Arc::clone(&topic));
-        Ok(topic)
+        Ok((topic, true))
     }
 
     /// For appends and `partition_count`: the topic, auto-created with the defaults.
@@ -538,6 +551,52 @@ impl Drop for EmbeddedLog {
     }
 }
 
+/// The topic configs of a [`NewTopic`] the embedded log applies.
+const APPLIED_TOPIC_CONFIGS: &[&str] = &["cleanup.policy", "retention.ms", "retention.bytes"];
+
+/// What of `topic` the embedded log applies, as a [`TopicConfig`].
+fn topic_config(topic: &NewTopic, default_partitions: i32) -> LogResult<TopicConfig> {
+    let partitions = if topic.partitions == -1 { default_partitions } else { topic.partitions };
+    let bad = |key: &str, value: &str, why: &str| {
+        LogError::Invalid(format!("invalid value {value} for topic config {key} of topic {}: {why}", topic.name))
+    };
+    let mut config = match topic.configs.get("cleanup.policy").map(|p| p.to_ascii_lowercase()) {
+        None => TopicConfig::new(partitions),
+        Some(policy) => {
+            let mut compact = false;
+            for p in policy.split(',').map(str::trim) {
+                match p {
+                    "compact" => compact = true,
+                    "delete" => {}
+                    _ => return Err(bad("cleanup.policy", &policy, "use delete, compact or both")),
+                }
+            }
+            if compact {
+                TopicConfig::compacted(partitions)
+            } else {
+                TopicConfig::new(partitions)
+            }
+        }
+    };
+    let limit = |key: &str| -> LogResult<Option<Option<i64>>> {
+        match topic.configs.get(key) {
+            None => Ok(None),
+            Some(v) => match v.trim().parse::<i64>() {
+                Ok(n) if n >= 0 => Ok(Some(Some(n))),
+                Ok(-1) => Ok(Some(None)),
+                _ => Err(bad(key, v, "use -1 (no limit) or a number at least 0")),
+            },
+        }
+    };
+    if let Some(ms) = limit("retention.ms")? {
+        config.retention_ms = ms;
+    }
+    if let Some(bytes) = limit("retention.bytes")? {
+        config.retention_bytes = bytes;
+    }
+    Ok(config)
+}
+
 fn join_error(e: tokio::task::JoinError) -> LogError {
     LogError::Invalid(format!("a log task failed: {e}"))
 }
@@ -553,6 +612,28 @@ impl Log for EmbeddedLog {
         let inner = Arc::clone(&self.inner);
         let name = name.to_owned();
         tokio::task::spawn_blocking(move || inner.create_topic(&name, config)).await.map_err(join_error)?.map(|_| ())
+    }
+
+    async fn create_topic(&self, topic: &NewTopic) -> LogResult<bool> {
+        let config = topic_config(topic, self.inner.options.default_partitions)?;
+        partition::validate_topic_name(&topic.name)?;
+        partition::validate_config(&topic.name, &config)?;
+        if self.inner.topic(&topic.name)?.is_some() {
+            return Ok(false);
+        }
+        let ignored: Vec<&str> = topic.configs.keys().map(String::as_str).filter(|k| !APPLIED_TOPIC_CONFIGS.contains(k)).collect();
+        if !ignored.is_empty() || topic.replication_factor > 1 {
+            tracing::info!(
+                topic = %topic.name,
+                replication_factor = topic.replication_factor,
+                ignored = ?ignored,
+                "the embedded log keeps one copy and has no use for these topic configs; ignored"
+            );
+        }
+        let inner = Arc::clone(&self.inner);
+        let name = topic.name.clone();
+        let created = tokio::task::spawn_blocking(move || inner.create_topic_if_missing(&name, config).map(|(_, created)| created));
+        created.await.map_err(join_error)?
     }
 
     async fn list_topics(&self) -> LogResult<Vec<String>> {

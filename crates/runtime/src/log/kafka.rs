@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic as CreateTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -52,7 +52,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use sluice_api::{Props, TopicPartition};
 
 use super::{
-    AckChain, AppendFuture, CleanupPolicy, ClientOverrides, Log, LogError, LogRecord, LogResult, PartitionDescription, Produce,
+    AckChain, AppendFuture, CleanupPolicy, ClientOverrides, Log, LogError, LogRecord, LogResult, NewTopic, PartitionDescription, Produce,
     StoredRecord, TopicConfig, TopicDescription,
 };
 
@@ -558,7 +558,7 @@ impl Log for KafkaLog {
         let inner = &self.inner;
         let retention_ms = config.retention_ms.unwrap_or(-1).to_string();
         let retention_bytes = config.retention_bytes.unwrap_or(-1).to_string();
-        let topic = NewTopic::new(
+        let topic = CreateTopic::new(
             name,
             config.partitions,
             TopicReplication::Fixed(config.replication_factor.unwrap_or(inner.options.replication_factor)),
@@ -579,6 +579,38 @@ impl Log for KafkaLog {
         }
         let n = name.to_owned();
         self.blocking(move |inner| inner.await_topic(&n)).await.map(|_| ())
+    }
+
+    /// One CreateTopics request with exactly what `topic` sets; `-1` partitions or
+    /// replication factor are sent as such (the broker's defaults, KIP-464).
+    async fn create_topic(&self, topic: &NewTopic) -> LogResult<bool> {
+        let name = topic.name.clone();
+        if self.blocking(move |inner| inner.partitions_of(&name)).await?.is_some() {
+            return Ok(false);
+        }
+        let inner = &self.inner;
+        let mut request = CreateTopic::new(&topic.name, topic.partitions, TopicReplication::Fixed(topic.replication_factor));
+        for (key, value) in &topic.configs {
+            request = request.set(key, value);
+        }
+        let context = || {
+            format!(
+                "creating topic {} (partitions {}, replication factor {}, configs {:?})",
+                topic.name, topic.partitions, topic.replication_factor, topic.configs
+            )
+        };
+        let results = inner.admin.create_topics([&request], &inner.admin_options()).await.map_err(|e| kafka_error(context(), e))?;
+        let mut created = true;
+        for r in results {
+            match r {
+                Ok(_) => {}
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => created = false,
+                Err((_, code)) => return Err(code_error(context(), code)),
+            }
+        }
+        let name = topic.name.clone();
+        self.blocking(move |inner| inner.await_topic(&name)).await?;
+        Ok(created)
     }
 
     async fn list_topics(&self) -> LogResult<Vec<String>> {

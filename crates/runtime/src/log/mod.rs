@@ -166,6 +166,29 @@ impl TopicConfig {
     }
 }
 
+/// A topic to create as Kafka's `CreateTopics` describes one: what source connectors ask
+/// for through `topic.creation.*` (KIP-158) and what dead-letter topics are created with.
+/// Unlike [`TopicConfig`] (the worker's own topics), every setting left out is the log's
+/// default, as a broker applies its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTopic {
+    pub name: String,
+    /// `-1`: the log's default.
+    pub partitions: i32,
+    /// `-1`: the log's default. The embedded log keeps one copy whatever is asked.
+    pub replication_factor: i32,
+    /// Topic-level configs (`cleanup.policy`, `retention.ms`, `compression.type`, …) as
+    /// given. Kafka gets them all; the embedded log applies those it has (see
+    /// [`embedded::EmbeddedLog`]) and ignores the rest.
+    pub configs: BTreeMap<String, String>,
+}
+
+impl NewTopic {
+    pub fn new(name: impl Into<String>, partitions: i32, replication_factor: i32) -> Self {
+        Self { name: name.into(), partitions, replication_factor, configs: BTreeMap::new() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionDescription {
     pub partition: i32,
@@ -187,6 +210,11 @@ pub struct TopicDescription {
 pub trait Log: Send + Sync + 'static {
     /// Creates the topic when missing. An existing topic keeps its configuration.
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()>;
+
+    /// Creates `topic` unless a topic of its name exists (which then stays as it is).
+    /// `Ok(true)` when this call created it. A request the log refuses (a replication
+    /// factor the cluster cannot meet, an invalid topic config) is an error naming the topic.
+    async fn create_topic(&self, topic: &NewTopic) -> LogResult<bool>;
 
     async fn list_topics(&self) -> LogResult<Vec<String>>;
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sluice_api::TopicPartition;
 
-use super::{AckChain, AppendFuture, ClientOverrides, Log, LogResult, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{AckChain, AppendFuture, ClientOverrides, Log, LogResult, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
 
 pub struct SplitLog {
     internal_topics: BTreeSet<String>,
@@ -48,6 +48,10 @@ impl SplitLog {
 impl Log for SplitLog {
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()> {
         self.route(name).ensure_topic(name, config).await
+    }
+
+    async fn create_topic(&self, topic: &NewTopic) -> LogResult<bool> {
+        self.route(&topic.name).create_topic(topic).await
     }
 
     /// The data log with the overrides; the worker's own topics stay where they are.

@@ -29,6 +29,12 @@ pub const DLQ_TOPIC: &str = "errors.deadletterqueue.topic.name";
 pub const DLQ_REPLICATION_FACTOR: &str = "errors.deadletterqueue.topic.replication.factor";
 pub const DLQ_CONTEXT_HEADERS: &str = "errors.deadletterqueue.context.headers.enable";
 
+/// `-1`: the broker's `default.replication.factor`. Connect's default is 3, which a one-
+/// or two-broker cluster cannot meet; as for the internal topics, the broker decides here.
+pub const DEFAULT_DLQ_REPLICATION_FACTOR: &str = "-1";
+/// Partitions of a dead-letter topic created by a task, as in Connect.
+pub const DLQ_PARTITIONS: i32 = 1;
+
 const GROUP: &str = "Error Handling";
 /// First retry delay, as Connect's `RetryWithToleranceOperator`.
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(300);
@@ -84,9 +90,10 @@ pub fn def() -> ConfigDef {
             key(
                 DLQ_REPLICATION_FACTOR,
                 ConfigType::Short,
-                "Replication factor of the dead-letter topic when it is created (accepted; the embedded log keeps one copy).",
+                "Replication factor of the dead-letter topic when it is created; -1 for the broker's default (the embedded log keeps one copy).",
             )
-            .default_value("3")
+            .default_value(DEFAULT_DLQ_REPLICATION_FACTOR)
+            .validator(Validator::Between(-1, i16::MAX as i64))
             .group(GROUP, 7, "Dead Letter Queue Topic Replication Factor"),
         )
         .define(
@@ -100,6 +107,28 @@ pub fn def() -> ConfigDef {
 pub struct DeadLetterQueue {
     pub topic: String,
     pub context_headers: bool,
+    /// `errors.deadletterqueue.topic.replication.factor`, used when the task creates the
+    /// topic (`-1`: the log's default).
+    pub replication_factor: i32,
+}
+
+impl DeadLetterQueue {
+    /// The topic as a task creates it when missing: one partition, the configured factor.
+    pub fn new_topic(&self) -> crate::log::NewTopic {
+        crate::log::NewTopic::new(self.topic.clone(), DLQ_PARTITIONS, self.replication_factor)
+    }
+}
+
+/// `errors.deadletterqueue.topic.replication.factor` may not be 0 (the type's range is
+/// checked by the definition).
+pub fn dlq_replication_error(props: &Props) -> Option<(String, String)> {
+    let value = props.get(DLQ_REPLICATION_FACTOR)?;
+    (value.trim() == "0").then(|| {
+        (
+            DLQ_REPLICATION_FACTOR.to_owned(),
+            format!("Invalid value {value} for configuration {DLQ_REPLICATION_FACTOR}: Value must be -1 or at least 1"),
+        )
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +197,12 @@ impl ErrorPolicy {
     pub fn from_config(props: &Props) -> ConnectResult<Self> {
         let c = def().parse(props)?;
         let timeout = c.int(RETRY_TIMEOUT);
-        let dlq = c.string(DLQ_TOPIC).map(|topic| DeadLetterQueue { topic, context_headers: c.boolean(DLQ_CONTEXT_HEADERS) });
+        if let Some((key, message)) = dlq_replication_error(props) {
+            return Err(ConnectError::config(key, message));
+        }
+        let replication_factor = c.int(DLQ_REPLICATION_FACTOR) as i32;
+        let dlq =
+            c.string(DLQ_TOPIC).map(|topic| DeadLetterQueue { topic, context_headers: c.boolean(DLQ_CONTEXT_HEADERS), replication_factor });
         Ok(Self {
             tolerate_all: c.string(TOLERANCE).is_some_and(|t| t.eq_ignore_ascii_case("all")),
             retry_timeout: if timeout < 0 { None } else { Some(Duration::from_millis(timeout as u64)) },

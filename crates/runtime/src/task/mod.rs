@@ -13,6 +13,7 @@ pub mod errant;
 pub mod errors;
 pub mod sink;
 pub mod source;
+pub mod topic_creation;
 
 use std::time::Duration;
 

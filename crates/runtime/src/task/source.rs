@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{ErrorPolicy, FailedRecord};
+use super::topic_creation::TopicCreator;
 use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
 use crate::log::{AppendFuture, Log, LogRecord, Produce};
@@ -54,6 +55,8 @@ pub struct SourceRunner {
     pub transforms: TransformChain,
     pub converters: RecordConverters,
     pub errors: ErrorPolicy,
+    /// `topic.creation.*` (KIP-158): `None` leaves missing topics to the log's defaults.
+    pub topic_creation: Option<TopicCreator>,
     pub offsets: Arc<OffsetStore>,
     pub status: Arc<StatusStore>,
     pub flush_interval: Duration,
@@ -123,7 +126,7 @@ impl SourceRunner {
         shutdown: &CancellationToken,
         failed: &CancellationToken,
     ) -> ConnectResult<()> {
-        let mut router = Router::default();
+        let mut router = Router { creation: self.topic_creation.take(), ..Router::default() };
         let mut backoff = Backoff::new();
         let budget = Arc::new(Semaphore::new(MAX_IN_FLIGHT_BYTES >> 10));
         loop {
@@ -233,6 +236,7 @@ impl SourceRunner {
             match Self::convert_record(&self.converters, &self.errors, &r).await {
                 Ok((key, value, headers)) => {
                     let position = || format!("topic {} source partition {:?} offset {:?}", r.topic, r.source_partition, r.source_offset);
+                    router.create_topic(self.log.as_ref(), &r.topic).await?;
                     let partition = router
                         .partition(self.log.as_ref(), &r.topic, r.partition, key.as_deref())
                         .await
@@ -337,13 +341,22 @@ fn track(
 type ConvertedRecord = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Option<Vec<u8>>)>);
 
 /// Chooses partitions as Kafka's producer does: explicit, else by key hash, else round robin.
+/// With topic creation, creates each topic (when missing) before its first record.
 #[derive(Default)]
 struct Router {
     counts: HashMap<String, i32>,
     round_robin: u32,
+    creation: Option<TopicCreator>,
 }
 
 impl Router {
+    async fn create_topic(&mut self, log: &dyn Log, topic: &str) -> ConnectResult<()> {
+        match &mut self.creation {
+            Some(creation) => creation.ensure(log, topic).await,
+            None => Ok(()),
+        }
+    }
+
     async fn partition(&mut self, log: &dyn Log, topic: &str, explicit: Option<i32>, key: Option<&[u8]>) -> ConnectResult<i32> {
         if let Some(p) = explicit {
             return Ok(p);

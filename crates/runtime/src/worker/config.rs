@@ -16,6 +16,7 @@
 //! | `task.shutdown.graceful.timeout.ms` | 5000 | per task, on stop and on shutdown |
 //! | `config.storage.topic`, `offset.storage.topic`, `status.storage.topic` | `connect-configs`, `connect-offsets`, `connect-status` | internal topics |
 //! | `config.providers` | unset | `file`, `directory`, `env` providers for `${provider:path:key}` |
+//! | `topic.creation.enable` | `true` | source connectors create their topics with their `topic.creation.*` groups (KIP-158, see `crate::task::topic_creation`) |
 //! | `plugin.path` | unset | accepted and ignored: every plugin is compiled in |
 //! | `data.dir` (ours) | `./sluice-data` | where the embedded log lives |
 //! | `log.fsync` (ours) | `always` | `always` (durable before ack), `interval:<ms>`, `never` |
@@ -71,6 +72,7 @@ const KNOWN_KEYS: &[&str] = &[
     "data.dir",
     "log.fsync",
     "connector.client.config.override.policy",
+    "topic.creation.enable",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
     "key.converter.",
@@ -112,6 +114,8 @@ pub struct WorkerConfig {
     pub providers: ConfigProviders,
     /// `connector.client.config.override.policy`.
     pub override_policy: OverridePolicy,
+    /// `topic.creation.enable`.
+    pub topic_creation_enable: bool,
 }
 
 impl WorkerConfig {
@@ -158,7 +162,19 @@ impl WorkerConfig {
             Some(v) => OverridePolicy::parse(v).map_err(|e| ConnectError::config(POLICY_KEY, e))?,
             None => OverridePolicy::default(),
         };
+        let topic_creation_enable = match props.get(crate::task::topic_creation::ENABLE).map(|v| v.trim().to_ascii_lowercase()) {
+            None => true,
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            Some(v) => {
+                return Err(ConnectError::config(
+                    crate::task::topic_creation::ENABLE,
+                    format!("Invalid value {v} for configuration topic.creation.enable: Expected value to be either true or false"),
+                ))
+            }
+        };
         Ok(Self {
+            topic_creation_enable,
             rest_host,
             rest_port,
             advertised_host,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use sluice_api::TopicPartition;
-use sluice_runtime::log::{CleanupPolicy, Log, LogRecord, Produce, StoredRecord, TopicConfig};
+use sluice_runtime::log::{CleanupPolicy, Log, LogRecord, NewTopic, Produce, StoredRecord, TopicConfig};
 
 use crate::backends::Backend;
 
@@ -190,6 +190,27 @@ pub async fn ensure_topic_keeps_an_existing_topic(b: &Backend) {
     assert_eq!(d.partitions.len(), 3, "{}", b.name());
     assert_eq!(d.config.cleanup, CleanupPolicy::Delete, "{}", b.name());
     assert_eq!(log.partition_count("fixed").await.unwrap(), 3);
+}
+
+pub async fn create_topic_applies_its_settings_once(b: &Backend) {
+    let log = &b.log;
+    let mut topic = NewTopic::new("made", 3, -1);
+    topic.configs.insert("cleanup.policy".into(), "compact".into());
+    assert!(log.create_topic(&topic).await.unwrap(), "{}: created", b.name());
+    let d = log.describe_topic("made").await.unwrap().unwrap();
+    assert_eq!(d.partitions.len(), 3, "{}", b.name());
+    assert_eq!(d.config.cleanup, CleanupPolicy::Compact, "{}", b.name());
+    // A second request, with other settings, finds the topic and changes nothing.
+    assert!(!log.create_topic(&NewTopic::new("made", 5, -1)).await.unwrap(), "{}: existed", b.name());
+    assert_eq!(log.partition_count("made").await.unwrap(), 3, "{}", b.name());
+    // -1 partitions: the log's default; the topic takes records at once.
+    let mut by_default = NewTopic::new("defaulted", -1, -1);
+    by_default.configs.insert("retention.ms".into(), "3600000".into());
+    assert!(log.create_topic(&by_default).await.unwrap(), "{}", b.name());
+    let d = log.describe_topic("defaulted").await.unwrap().unwrap();
+    assert!(!d.partitions.is_empty(), "{}", b.name());
+    assert_eq!(d.config.retention_ms, Some(3_600_000), "{}", b.name());
+    assert_eq!(log.append(vec![produce("defaulted", 0, "a")]).await.unwrap(), vec![0], "{}", b.name());
 }
 
 pub async fn compacted_topic_keeps_the_newest_value_per_key(b: &Backend) {

@@ -42,6 +42,7 @@ contract_tests!(
     waiting_read_returns_a_record_appended_meanwhile,
     partition_count_creates_missing_topics,
     ensure_topic_keeps_an_existing_topic,
+    create_topic_applies_its_settings_once,
     compacted_topic_keeps_the_newest_value_per_key,
     group_offsets_round_trip,
 );

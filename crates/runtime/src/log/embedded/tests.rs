@@ -809,3 +809,23 @@ fn append_throughput() {
         }
     });
 }
+
+#[test]
+fn new_topic_settings_the_embedded_log_applies() {
+    let with = |pairs: &[(&str, &str)]| {
+        let mut t = NewTopic::new("t", -1, 3);
+        t.configs = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        t
+    };
+    let c = topic_config(&with(&[]), 4).unwrap();
+    assert_eq!((c.partitions, c.cleanup), (4, CleanupPolicy::Delete), "-1 partitions: the default count");
+    assert_eq!(c.retention_ms, TopicConfig::new(4).retention_ms, "the log's default retention");
+    let c = topic_config(&with(&[("cleanup.policy", "compact,delete")]), 1).unwrap();
+    assert_eq!(c.cleanup, CleanupPolicy::Compact, "compact,delete compacts");
+    let c = topic_config(&with(&[("retention.ms", "-1"), ("retention.bytes", "1000"), ("compression.type", "lz4")]), 1).unwrap();
+    assert_eq!((c.retention_ms, c.retention_bytes), (None, Some(1000)), "other configs are ignored");
+    for (k, v) in [("cleanup.policy", "shred"), ("retention.ms", "soon"), ("retention.bytes", "-5")] {
+        let err = topic_config(&with(&[(k, v)]), 1).unwrap_err().to_string();
+        assert!(err.contains(k) && err.contains("topic t"), "{err}");
+    }
+}
