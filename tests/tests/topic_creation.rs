@@ -150,7 +150,6 @@ fn kafka_source_topic_creation_groups_create_topics_with_their_settings() {
     let cases: &[(&[(&str, &str)], &str)] = &[
         (&[("topic.creation.default.partitions", "0")], "topic.creation.default.partitions"),
         (&[("topic.creation.compacted.replication.factor", "-2")], "topic.creation.compacted.replication.factor"),
-        (&[("topic.creation.default.include", "x.*")], "topic.creation.default.include"),
         (&[("topic.creation.groups", "compacted,compacted")], "topic.creation.groups"),
     ];
     for (extra, key) in cases {

@@ -148,15 +148,11 @@ impl TopicCreation {
         let default_keys = keys.get(DEFAULT_GROUP).unwrap_or(&empty);
         for k in [INCLUDE, EXCLUDE] {
             if default_keys.contains_key(k) {
-                let key = format!("{PREFIX}{DEFAULT_GROUP}.{k}");
-                errors.push((
-                    key.clone(),
-                    format!(
-                        "Invalid value {} for configuration {key}: the default group takes every topic no other group takes; \
-                         list a group in {GROUPS} with its own {k} instead",
-                        default_keys[k]
-                    ),
-                ));
+                // Connect ignores these too: a config that carries them works unchanged.
+                tracing::warn!(
+                    "{PREFIX}{DEFAULT_GROUP}.{k} is ignored: the default group takes every topic no other group takes; \
+                     list a group in {GROUPS} with its own {k} instead"
+                );
             }
         }
         let required = |k: &str, errors: &mut Vec<KeyError>| -> i32 {
@@ -421,9 +417,10 @@ mod tests {
     }
 
     #[test]
-    fn default_group_patterns_unlisted_groups_and_duplicate_aliases_are_refused() {
-        assert_eq!(error_keys(&with_default(&[("topic.creation.default.include", "a.*")])), ["topic.creation.default.include"]);
-        assert_eq!(error_keys(&with_default(&[("topic.creation.default.exclude", "a.*")])), ["topic.creation.default.exclude"]);
+    fn default_group_patterns_are_ignored_unlisted_groups_and_duplicate_aliases_are_refused() {
+        // As in Connect, the default group's include/exclude are ignored, not refused.
+        assert!(validate(&with_default(&[("topic.creation.default.include", "a.*")])).is_empty());
+        assert!(validate(&with_default(&[("topic.creation.default.exclude", "a.*")])).is_empty());
         assert_eq!(error_keys(&with_default(&[("topic.creation.other.partitions", "2")])), ["topic.creation.other.partitions"]);
         let dup = validate(&with_default(&[("topic.creation.groups", "a, a")]));
         assert_eq!(
