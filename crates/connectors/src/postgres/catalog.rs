@@ -239,7 +239,8 @@ impl TypeResolver {
                         (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid), \
                         (SELECT et.typtype::text FROM pg_type et WHERE et.oid = t.typelem), \
                         (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.typelem), \
-                        t.typname::text \
+                        t.typname::text, \
+                        (SELECT et.typname::text FROM pg_type et WHERE et.oid = t.typelem) \
                  FROM pg_type t WHERE t.oid = $1",
                 &[&oid],
             )
@@ -256,10 +257,14 @@ impl TypeResolver {
                     "e" => r.get::<_, Option<String>>(4).map(|labels| PgType::Enum { labels }),
                     "d" => mapping::builtin(base, base_mod),
                     // An extension's type: its oid differs per database.
-                    "b" if elem == 0 && r.get::<_, String>(7) == "hstore" => Some(PgType::Hstore),
+                    "b" if elem == 0 => extension_type(&r.get::<_, String>(7)),
                     "b" if elem != 0 => match (r.get::<_, Option<String>>(5).as_deref(), r.get::<_, Option<String>>(6)) {
                         (Some("e"), Some(labels)) => Some(PgType::Array(Box::new(PgType::Enum { labels }))),
-                        _ => None,
+                        _ => match r.get::<_, Option<String>>(8).as_deref() {
+                            Some("ltree") => Some(PgType::Array(Box::new(PgType::Ltree))),
+                            Some("citext") => Some(PgType::Array(Box::new(PgType::Text))),
+                            _ => None,
+                        },
                     },
                     _ => None,
                 }
@@ -267,6 +272,16 @@ impl TypeResolver {
         };
         self.cache.insert(oid, ty.clone());
         Ok(ty)
+    }
+}
+
+/// The extension types Debezium maps, by type name.
+fn extension_type(name: &str) -> Option<PgType> {
+    match name {
+        "hstore" => Some(PgType::Hstore),
+        "ltree" => Some(PgType::Ltree),
+        "citext" => Some(PgType::Text),
+        _ => None,
     }
 }
 

@@ -32,6 +32,12 @@ pub mod names {
     pub const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
     pub const BITS: &str = "io.debezium.data.Bits";
     pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+    pub const LTREE: &str = "io.debezium.data.Ltree";
+    pub const TSVECTOR: &str = "io.debezium.data.Tsvector";
+    pub const POINT: &str = "io.debezium.data.geometry.Point";
+    pub const GEOMETRY: &str = "io.debezium.data.geometry.Geometry";
+    pub const CIRCLE: &str = "io.debezium.data.geometry.Circle";
+    pub const LINE: &str = "io.debezium.data.geometry.Line";
 }
 
 /// The Postgres column types this connector maps.
@@ -79,6 +85,37 @@ pub enum PgType {
     },
     /// `hstore.handling.mode=json`: a JSON object of strings.
     Hstore,
+    /// int4range, int8range, numrange, tsrange, tstzrange, daterange: their text form.
+    Range,
+    /// The `ltree` extension's type: its text form, named.
+    Ltree,
+    Tsvector,
+    Point,
+    /// `{A,B,C}`: the line `Ax + By + C = 0`.
+    Line,
+    Circle,
+    /// box, lseg, path and polygon: OGC well-known binary plus the native type's name.
+    Geometry(GeometryKind),
+}
+
+/// The native geometric types Debezium carries as `io.debezium.data.geometry.Geometry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeometryKind {
+    Box,
+    Lseg,
+    Path,
+    Polygon,
+}
+
+impl GeometryKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Box => "box",
+            Self::Lseg => "lseg",
+            Self::Path => "path",
+            Self::Polygon => "polygon",
+        }
+    }
 }
 
 /// Debezium's average month, in days, for intervals as microseconds.
@@ -120,6 +157,15 @@ pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
         790 => PgType::Money,
         1560 => PgType::Bits { length: typmod.max(1) },
         1562 => PgType::Bits { length: if typmod > 0 { typmod } else { i32::MAX } },
+        3904 | 3926 | 3906 | 3908 | 3910 | 3912 => PgType::Range,
+        3614 => PgType::Tsvector,
+        600 => PgType::Point,
+        628 => PgType::Line,
+        718 => PgType::Circle,
+        603 => PgType::Geometry(GeometryKind::Box),
+        601 => PgType::Geometry(GeometryKind::Lseg),
+        602 => PgType::Geometry(GeometryKind::Path),
+        604 => PgType::Geometry(GeometryKind::Polygon),
         _ => {
             let element = match oid {
                 1000 => 16,
@@ -140,6 +186,13 @@ pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
                 2951 => 2950,
                 199 => 114,
                 3807 => 3802,
+                3905 => 3904,
+                3927 => 3926,
+                3907 => 3906,
+                3909 => 3908,
+                3911 => 3910,
+                3913 => 3912,
+                1017 => 600,
                 _ => return None,
             };
             // Array modifiers are those of the element.
@@ -206,6 +259,40 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
         PgType::Bits { length: 1 } => Schema::boolean(),
         PgType::Bits { length } => Schema::bytes().named(names::BITS).with_version(1).with_parameter("length", length.to_string()),
         PgType::Hstore => Schema::string().named(names::JSON).with_version(1),
+        PgType::Range => Schema::string(),
+        PgType::Ltree => Schema::string().named(names::LTREE).with_version(1),
+        PgType::Tsvector => Schema::string().named(names::TSVECTOR).with_version(1),
+        PgType::Point => point_schema(),
+        // Debezium's builders for these are optional whatever the column says.
+        PgType::Line => {
+            return Schema::struct_of([
+                ("a", Schema::float64().into_ref()),
+                ("b", Schema::float64().into_ref()),
+                ("c", Schema::float64().into_ref()),
+            ])
+            .named(names::LINE)
+            .with_version(1)
+            .with_doc("Geometry (LINE)")
+            .optional()
+        }
+        PgType::Circle => {
+            return Schema::struct_of([("center", point_schema().into_ref()), ("radius", Schema::float64().into_ref())])
+                .named(names::CIRCLE)
+                .with_version(1)
+                .with_doc("Geometry (CIRCLE)")
+                .optional()
+        }
+        PgType::Geometry(_) => {
+            return Schema::struct_of([
+                ("wkb", Schema::bytes().into_ref()),
+                ("srid", Schema::int32().optional().into_ref()),
+                ("extensions", Schema::map(Schema::string().into_ref(), Schema::string().into_ref()).optional().into_ref()),
+            ])
+            .named(names::GEOMETRY)
+            .with_version(2)
+            .with_doc("Geometry")
+            .optional()
+        }
         PgType::Array(element) => Schema::array(schema(element, modes, true).into_ref()),
     };
     if optional {
@@ -261,7 +348,61 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
                 }
             }
         },
-        PgType::Text | PgType::Uuid | PgType::Json | PgType::Xml | PgType::Enum { .. } => Value::String(text.to_owned()),
+        PgType::Text
+        | PgType::Uuid
+        | PgType::Json
+        | PgType::Xml
+        | PgType::Enum { .. }
+        | PgType::Range
+        | PgType::Ltree
+        | PgType::Tsvector => Value::String(text.to_owned()),
+        PgType::Point => {
+            let (x, y) = parse_point(text.trim()).ok_or_else(|| bad("point"))?;
+            point_value(x, y)
+        }
+        PgType::Line => {
+            let inner = text.trim().strip_prefix('{').and_then(|t| t.strip_suffix('}')).ok_or_else(|| bad("line"))?;
+            let coefficients =
+                inner.split(',').map(parse_float).collect::<Option<Vec<f64>>>().filter(|c| c.len() == 3).ok_or_else(|| bad("line"))?;
+            let schema = schema(ty, modes, true).into_ref();
+            Value::Struct(sluice_api::Struct::from_values(schema, coefficients.into_iter().map(Value::Float64).collect()))
+        }
+        PgType::Circle => {
+            let inner = text.trim().strip_prefix('<').and_then(|t| t.strip_suffix('>')).ok_or_else(|| bad("circle"))?;
+            let (center, radius) = inner.rsplit_once(',').ok_or_else(|| bad("circle"))?;
+            let (x, y) = parse_point(center.trim()).ok_or_else(|| bad("circle"))?;
+            let radius = parse_float(radius.trim()).ok_or_else(|| bad("circle"))?;
+            let schema = schema(ty, modes, true).into_ref();
+            Value::Struct(sluice_api::Struct::from_values(schema, vec![point_value(x, y), Value::Float64(radius)]))
+        }
+        PgType::Geometry(kind) => {
+            let text = text.trim();
+            let points = parse_points(text).ok_or_else(|| bad(kind.name()))?;
+            let mut extensions = vec![(Value::String("type".into()), Value::String(kind.name().into()))];
+            let wkb = match kind {
+                GeometryKind::Box if points.len() == 2 => {
+                    let ((x1, y1), (x2, y2)) = (points[0], points[1]);
+                    wkb_polygon(&[(x1, y1), (x1, y2), (x2, y2), (x2, y1), (x1, y1)])
+                }
+                GeometryKind::Lseg if points.len() == 2 => wkb_line_string(&points),
+                GeometryKind::Path if !points.is_empty() => {
+                    // `[…]` is an open path, `(…)` a closed one.
+                    let closed = text.starts_with('(');
+                    extensions.push((Value::String("closed".into()), Value::String(closed.to_string())));
+                    wkb_line_string(&points)
+                }
+                GeometryKind::Polygon if !points.is_empty() => {
+                    let mut ring = points;
+                    if ring.first() != ring.last() {
+                        ring.push(ring[0]);
+                    }
+                    wkb_polygon(&ring)
+                }
+                _ => return Err(bad(kind.name())),
+            };
+            let schema = schema(ty, modes, true).into_ref();
+            Value::Struct(sluice_api::Struct::from_values(schema, vec![Value::Bytes(wkb), Value::Null, Value::Map(extensions)]))
+        }
         PgType::Interval => Value::Int64(interval_micros(text).ok_or_else(|| bad("interval"))?),
         PgType::Money => {
             let plain = money_plain(text).ok_or_else(|| bad("money"))?;
@@ -320,6 +461,82 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             Value::Array(out)
         }
     })
+}
+
+/// Debezium's `io.debezium.data.geometry.Point` schema (required; the caller makes it optional).
+fn point_schema() -> Schema {
+    Schema::struct_of([
+        ("x", Schema::float64().into_ref()),
+        ("y", Schema::float64().into_ref()),
+        ("wkb", Schema::bytes().optional().into_ref()),
+        ("srid", Schema::int32().optional().into_ref()),
+    ])
+    .named(names::POINT)
+    .with_version(1)
+    .with_doc("Geometry (POINT)")
+}
+
+/// A point as Debezium builds it: the coordinates and their WKB, no SRID.
+fn point_value(x: f64, y: f64) -> Value {
+    let mut wkb = Vec::with_capacity(21);
+    wkb.push(1u8); // little endian
+    wkb.extend_from_slice(&1u32.to_le_bytes()); // Point
+    wkb.extend_from_slice(&x.to_le_bytes());
+    wkb.extend_from_slice(&y.to_le_bytes());
+    Value::Struct(sluice_api::Struct::from_values(
+        point_schema().into_ref(),
+        vec![Value::Float64(x), Value::Float64(y), Value::Bytes(wkb), Value::Null],
+    ))
+}
+
+/// `(x,y)`.
+fn parse_point(text: &str) -> Option<(f64, f64)> {
+    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
+    let (x, y) = inner.split_once(',')?;
+    Some((parse_float(x.trim())?, parse_float(y.trim())?))
+}
+
+/// Every `(x,y)` in a box, lseg, path or polygon's text form, in order: the innermost
+/// parentheses each hold one point.
+fn parse_points(text: &str) -> Option<Vec<(f64, f64)>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(found) = text[i..].find('(') {
+        let start = i + found;
+        if text[start + 1..].starts_with('(') {
+            i = start + 1;
+            continue;
+        }
+        let end = start + text[start..].find(')')?;
+        out.push(parse_point(&text[start..=end])?);
+        i = end + 1;
+    }
+    Some(out)
+}
+
+fn wkb_points(out: &mut Vec<u8>, points: &[(f64, f64)]) {
+    out.extend_from_slice(&(points.len() as u32).to_le_bytes());
+    for (x, y) in points {
+        out.extend_from_slice(&x.to_le_bytes());
+        out.extend_from_slice(&y.to_le_bytes());
+    }
+}
+
+/// OGC WKB LineString, little endian (Debezium's `WkbWriter`).
+fn wkb_line_string(points: &[(f64, f64)]) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&2u32.to_le_bytes());
+    wkb_points(&mut out, points);
+    out
+}
+
+/// OGC WKB Polygon of one ring, little endian.
+fn wkb_polygon(ring: &[(f64, f64)]) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    wkb_points(&mut out, ring);
+    out
 }
 
 /// An interval in the `postgres` IntervalStyle (`1 year 2 mons -3 days +04:05:06.5`) as
@@ -774,5 +991,69 @@ mod tests {
         assert_eq!(builtin(1700, (10 << 16) + 2 + 4), Some(PgType::Numeric { precision: Some(10), scale: Some(2) }));
         assert_eq!(value(&PgType::Bytea, M, "\\x00ff").unwrap(), Value::Bytes(vec![0, 255]));
         assert!(value(&builtin(1007, -1).unwrap(), M, "{{1},{2}}").is_err());
+    }
+
+    fn fields(v: &Value) -> Vec<Value> {
+        v.as_struct().expect("a struct").values().to_vec()
+    }
+
+    fn le(values: &[f64]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn ranges_and_named_strings() {
+        for oid in [3904, 3926, 3906, 3908, 3910, 3912] {
+            assert_eq!(builtin(oid, -1), Some(PgType::Range), "{oid}");
+        }
+        assert_eq!(builtin(3905, -1), Some(PgType::Array(Box::new(PgType::Range))));
+        assert_eq!(value(&PgType::Range, M, "[1,10)").unwrap(), Value::String("[1,10)".into()));
+        assert_eq!(schema(&PgType::Range, M, true), Schema::string().optional());
+        assert_eq!(schema(&PgType::Ltree, M, false).name.as_deref(), Some("io.debezium.data.Ltree"));
+        assert_eq!(schema(&builtin(3614, -1).unwrap(), M, false).name.as_deref(), Some("io.debezium.data.Tsvector"));
+    }
+
+    #[test]
+    fn geometric_types_follow_debeziums_structs_and_wkb() {
+        let point = value(&builtin(600, -1).unwrap(), M, "(1.5,-2)").unwrap();
+        let mut wkb = vec![1, 1, 0, 0, 0];
+        wkb.extend(le(&[1.5, -2.0]));
+        assert_eq!(fields(&point), vec![Value::Float64(1.5), Value::Float64(-2.0), Value::Bytes(wkb), Value::Null]);
+        let ps = schema(&PgType::Point, M, true);
+        assert_eq!((ps.name.as_deref(), ps.version, ps.optional), (Some("io.debezium.data.geometry.Point"), Some(1), true));
+        assert_eq!(ps.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["x", "y", "wkb", "srid"]);
+
+        let line = value(&builtin(628, -1).unwrap(), M, "{1,-1,0.5}").unwrap();
+        assert_eq!(fields(&line), vec![Value::Float64(1.0), Value::Float64(-1.0), Value::Float64(0.5)]);
+        assert!(schema(&PgType::Line, M, false).optional, "Debezium's line schema is optional whatever the column");
+
+        let circle = value(&builtin(718, -1).unwrap(), M, "<(1,2),3>").unwrap();
+        let c = fields(&circle);
+        assert_eq!(fields(&c[0])[..2], [Value::Float64(1.0), Value::Float64(2.0)]);
+        assert_eq!(c[1], Value::Float64(3.0));
+
+        let geometry = |oid: u32, text: &str| fields(&value(&builtin(oid, -1).unwrap(), M, text).unwrap());
+        let ext = |pairs: &[(&str, &str)]| {
+            Value::Map(pairs.iter().map(|(k, v)| (Value::String((*k).into()), Value::String((*v).into()))).collect())
+        };
+        // box: the corners as PostgreSQL prints them (upper right first), as a closed ring.
+        let b = geometry(603, "(2,3),(0,1)");
+        let mut ring = vec![1, 3, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0];
+        ring.extend(le(&[2.0, 3.0, 2.0, 1.0, 0.0, 1.0, 0.0, 3.0, 2.0, 3.0]));
+        assert_eq!(b, vec![Value::Bytes(ring), Value::Null, ext(&[("type", "box")])]);
+        let l = geometry(601, "[(0,0),(1,1)]");
+        let mut ls = vec![1, 2, 0, 0, 0, 2, 0, 0, 0];
+        ls.extend(le(&[0.0, 0.0, 1.0, 1.0]));
+        assert_eq!(l, vec![Value::Bytes(ls.clone()), Value::Null, ext(&[("type", "lseg")])]);
+        assert_eq!(geometry(602, "[(0,0),(1,1)]")[2], ext(&[("type", "path"), ("closed", "false")]));
+        assert_eq!(geometry(602, "((0,0),(1,1))"), vec![Value::Bytes(ls), Value::Null, ext(&[("type", "path"), ("closed", "true")])]);
+        // A polygon's ring is closed by repeating its first point.
+        let p = geometry(604, "((0,0),(0,1),(1,0))");
+        let mut poly = vec![1, 3, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0];
+        poly.extend(le(&[0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]));
+        assert_eq!(p[0], Value::Bytes(poly));
+        assert!(value(&PgType::Geometry(GeometryKind::Box), M, "(1,2)").is_err());
+        let gs = schema(&PgType::Geometry(GeometryKind::Box), M, false);
+        assert_eq!((gs.name.as_deref(), gs.version), (Some("io.debezium.data.geometry.Geometry"), Some(2)));
     }
 }

@@ -50,8 +50,8 @@
 //!   (`interval.handling.mode=numeric`, `money.fraction.digits=2`,
 //!   `hstore.handling.mode=json`; setting those keys is rejected); an hstore's JSON keeps
 //!   Postgres' pair order (Debezium's follows a Java HashMap).
-//! - Not mapped yet (columns left out, as Debezium does with unknown types): geometric and
-//!   range types, ltree, multi-dimensional arrays;
+//! - Not mapped yet (columns left out, as Debezium does with unknown types):
+//!   multi-dimensional arrays, arrays of geometric types other than `point[]`, tsvector[];
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
 //! - Incremental snapshots (`incremental.rs`): `insert_insert` watermarks only, no blocking
 //!   snapshots or surrogate keys; the offset's key fields are JSON, not Debezium's

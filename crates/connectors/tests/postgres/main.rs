@@ -767,6 +767,92 @@ async fn interval_money_bits_and_hstore_round_trip_in_snapshot_and_stream() {
     assert_eq!(schema("h").name.as_deref(), Some("io.debezium.data.Json"));
 }
 
+/// Ranges, ltree, citext, tsvector and the geometric types, as Debezium's type table has them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_ltree_tsvector_and_geometric_types_round_trip_in_snapshot_and_stream() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute(
+        "CREATE EXTENSION ltree; CREATE EXTENSION citext;
+         CREATE TABLE shapes (id int PRIMARY KEY, r4 int4range, rn numrange, rts tstzrange, rd daterange, lt ltree, lts ltree[],
+                              ci citext, tv tsvector, pt point NOT NULL, pts point[], ln line, ci2 circle, bx box, ls lseg,
+                              po path, pc path, pg polygon);",
+    )
+    .await
+    .unwrap();
+    let row = "'[1,10)', '(0.5,2]', '[2024-01-01 10:00:00+02,)', '[2024-01-01,2024-02-01)', 'top.sci.astro', '{a.b,c}', \
+               'MiXeD', 'a fat cat', '(1.5,-2)', '{\"(1,2)\",\"(3,4)\"}', '{1,-1,0.5}', '<(1,2),3>', '(2,3),(0,1)', \
+               '[(0,0),(1,1)]', '[(0,0),(1,1),(2,0)]', '((0,0),(1,1),(2,0))', '((0,0),(0,1),(1,0))'";
+    db.batch_execute(&format!("INSERT INTO shapes VALUES (1, {row})")).await.unwrap();
+    let props = pg.props(&[("slot.name", "s11")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    let mut all = Vec::new();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| !a.is_empty()).await;
+    db.batch_execute(&format!("INSERT INTO shapes VALUES (2, {row})")).await.unwrap();
+    drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 2).await;
+    task.stop().await.unwrap();
+
+    assert_eq!(all.iter().map(op).collect::<Vec<_>>(), vec!["r", "c"]);
+    let le = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let s = |v: &str| Value::String(v.into());
+    let parts = |v: &Value| v.as_struct().expect("a struct").values().to_vec();
+    for r in &all {
+        let f = |n: &str| field(r, "after", n).clone();
+        assert_eq!(f("r4"), s("[1,10)"));
+        assert_eq!(f("rn"), s("(0.5,2]"));
+        assert_eq!(f("rts"), s("[\"2024-01-01 08:00:00+00\",)"));
+        assert_eq!(f("rd"), s("[2024-01-01,2024-02-01)"));
+        assert_eq!(f("lt"), s("top.sci.astro"));
+        assert_eq!(f("lts"), Value::Array(vec![s("a.b"), s("c")]));
+        assert_eq!(f("ci"), s("MiXeD"));
+        assert_eq!(f("tv"), s("'a' 'cat' 'fat'"));
+        let mut wkb = vec![1, 1, 0, 0, 0];
+        wkb.extend(le(&[1.5, -2.0]));
+        assert_eq!(parts(&f("pt")), vec![Value::Float64(1.5), Value::Float64(-2.0), Value::Bytes(wkb), Value::Null]);
+        let Value::Array(pts) = f("pts") else { panic!("an array") };
+        assert_eq!(
+            pts.iter().map(|p| parts(p)[..2].to_vec()).collect::<Vec<_>>(),
+            vec![vec![Value::Float64(1.0), Value::Float64(2.0)], vec![Value::Float64(3.0), Value::Float64(4.0)]]
+        );
+        assert_eq!(parts(&f("ln")), vec![Value::Float64(1.0), Value::Float64(-1.0), Value::Float64(0.5)]);
+        let circle = parts(&f("ci2"));
+        assert_eq!((parts(&circle[0])[..2].to_vec(), &circle[1]), (vec![Value::Float64(1.0), Value::Float64(2.0)], &Value::Float64(3.0)));
+        let geometry = |n: &str| parts(&f(n));
+        let kind = |n: &str| match &geometry(n)[2] {
+            Value::Map(m) => {
+                m.iter().map(|(k, v)| format!("{}={}", k.as_str().unwrap(), v.as_str().unwrap())).collect::<Vec<_>>().join(",")
+            }
+            other => panic!("{n}: extensions {other:?}"),
+        };
+        assert_eq!(kind("bx"), "type=box");
+        assert_eq!(kind("ls"), "type=lseg");
+        assert_eq!(kind("po"), "type=path,closed=false");
+        assert_eq!(kind("pc"), "type=path,closed=true");
+        assert_eq!(kind("pg"), "type=polygon");
+        let mut bx = vec![1, 3, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0];
+        bx.extend(le(&[2.0, 3.0, 2.0, 1.0, 0.0, 1.0, 0.0, 3.0, 2.0, 3.0]));
+        assert_eq!(geometry("bx")[0], Value::Bytes(bx));
+        let mut po = vec![1, 2, 0, 0, 0, 3, 0, 0, 0];
+        po.extend(le(&[0.0, 0.0, 1.0, 1.0, 2.0, 0.0]));
+        assert_eq!(geometry("po")[0], Value::Bytes(po));
+        let mut pg = vec![1, 3, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0];
+        pg.extend(le(&[0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]));
+        assert_eq!(geometry("pg")[0], Value::Bytes(pg));
+    }
+    let after = all[0].value_schema.as_ref().unwrap().field("after").unwrap().schema.clone();
+    let name = |n: &str| after.field(n).unwrap().schema.name.clone();
+    assert_eq!(name("r4"), None);
+    assert_eq!(name("lt").as_deref(), Some("io.debezium.data.Ltree"));
+    assert_eq!(name("tv").as_deref(), Some("io.debezium.data.Tsvector"));
+    assert_eq!(name("pt").as_deref(), Some("io.debezium.data.geometry.Point"));
+    assert!(!after.field("pt").unwrap().schema.optional, "a NOT NULL point is required");
+    assert_eq!(name("ln").as_deref(), Some("io.debezium.data.geometry.Line"));
+    assert_eq!(name("ci2").as_deref(), Some("io.debezium.data.geometry.Circle"));
+    for g in ["bx", "ls", "po", "pc", "pg"] {
+        assert_eq!(name(g).as_deref(), Some("io.debezium.data.geometry.Geometry"), "{g}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_second_begin() {
     let pg = Pg::start();
