@@ -5,6 +5,7 @@
 //! also while the worker is SIGKILLed mid-stream; a per-row update counter kept by a
 //! trigger in the target shows no change was applied twice.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -261,4 +262,95 @@ fn a_change_the_target_rejects_is_dead_lettered_and_the_rest_applied() {
     keys.sort();
     assert_eq!(keys, vec![7, 50, 150]);
     assert!(w.output().contains("skipping the record"), "errors.log.enable logs each one");
+}
+
+/// Rejected changes under SIGKILLs: a record the target refuses is dead-lettered before the
+/// sink's offsets can pass it, so after any number of kills every rejected row is in the
+/// dead-letter topic (at least once: a redelivered record is reported again) and every
+/// accepted row is in the target.
+#[test]
+fn rejected_changes_reach_the_dead_letter_topic_through_sigkills() {
+    let pg = Postgres::start();
+    pg.sql("CREATE DATABASE wh");
+    pg.sql("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, n int NOT NULL); INSERT INTO items VALUES (0, 'seed', 0)");
+    pg.psql().sql("wh", "CREATE TABLE items (id int PRIMARY KEY, name text, n int CHECK (n >= 0))");
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "300")]);
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": pg.source_config("dlq_kill_slot", &[])}));
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "wh", "config": pg.sink_config("wh", "", &[
+            ("batch.size", "50"), ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "wh-dlq"), ("errors.deadletterqueue.context.headers.enable", "true"),
+        ])}),
+    );
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    w.wait_running("wh", 1);
+
+    // 60 transactions of 40 rows; every 7th row has a negative n, which the target refuses.
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let done = done.clone();
+        let pg = pg.psql();
+        std::thread::spawn(move || {
+            for t in 0..60 {
+                let first = 1 + t * 40;
+                pg.sql(
+                    "postgres",
+                    &format!(
+                        "INSERT INTO items SELECT g, 'r' || g, CASE WHEN g % 7 = 0 THEN -g ELSE g END FROM generate_series({first}, {}) g",
+                        first + 39
+                    ),
+                );
+                std::thread::sleep(Duration::from_millis(40));
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let mut kills = 0;
+    while !done.load(Ordering::SeqCst) && kills < 5 {
+        std::thread::sleep(Duration::from_millis(500 + (kills * 211) % 500));
+        w.kill9();
+        kills += 1;
+        w.restart();
+        w.wait_running("src", 1);
+        w.wait_running("wh", 1);
+    }
+    writer.join().unwrap();
+    assert!(kills >= 2, "only {kills} kills happened during the workload");
+
+    let accepted = pg.sql("SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM items WHERE n >= 0");
+    sluice_tests::eventually(Duration::from_secs(120), "every accepted row in the target", || {
+        pg.psql().sql("wh", "SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM items") == accepted
+    });
+    let rejected: BTreeSet<i64> = (1..=2400).filter(|g| g % 7 == 0).collect();
+    let data = dir.path().join("data");
+    let dead_ids = || {
+        let (code, out, err) = Worker::cli(&["topics", "consume", "wh-dlq", "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .map(|l| {
+                let d: serde_json::Value = serde_json::from_str(l).unwrap();
+                let value: serde_json::Value = match &d["value"] {
+                    serde_json::Value::String(text) => serde_json::from_str(text).unwrap(),
+                    other => other.clone(),
+                };
+                value["payload"]["after"]["id"].as_i64().unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    sluice_tests::eventually(Duration::from_secs(60), "every rejected row dead-lettered", || {
+        dead_ids().into_iter().collect::<BTreeSet<_>>() == rejected
+    });
+    let all = dead_ids();
+    let distinct: BTreeSet<i64> = all.iter().copied().collect();
+    assert!(distinct.iter().all(|id| rejected.contains(id)), "only rejected rows are dead-lettered: {distinct:?}");
+    println!(
+        "{} dead letters for {} rejected rows after {kills} kills ({} reported again after a kill)",
+        all.len(),
+        rejected.len(),
+        all.len() - distinct.len()
+    );
 }
