@@ -177,17 +177,21 @@ fn unsupported_encryption(oid: pkcs8::ObjectIdentifier) -> String {
     )
 }
 
-fn decrypt(info: &pkcs8::EncryptedPrivateKeyInfo<'_>, password: Option<&Secret>, names: &KeyNames) -> Result<PrivateKeyDer<'static>, String> {
+fn decrypt(
+    info: &pkcs8::EncryptedPrivateKeyInfo<'_>,
+    password: Option<&Secret>,
+    names: &KeyNames,
+) -> Result<PrivateKeyDer<'static>, String> {
     let Some(password) = password else {
         return Err(format!("is encrypted; give its password in {}", names.password));
     };
     match info.decrypt(password.expose().as_bytes()) {
         Ok(doc) => Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(doc.as_bytes().to_vec()))),
-        Err(pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::NoPbes1CryptSupport)) => Err(
-            "is encrypted with PBES1 (e.g. PBE-MD5-DES), which is not supported; re-encrypt it with PBES2 \
+        Err(pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::NoPbes1CryptSupport)) => {
+            Err("is encrypted with PBES1 (e.g. PBE-MD5-DES), which is not supported; re-encrypt it with PBES2 \
              (openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY -out KEY.pk8)"
-                .to_owned(),
-        ),
+                .to_owned())
+        }
         Err(pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::UnsupportedAlgorithm { oid })) => {
             Err(format!("is encrypted with an algorithm this version does not support ({oid}); re-encrypt it with aes-256-cbc"))
         }
@@ -266,7 +270,10 @@ mod tests {
         assert!(!id.plain_pem && matches!(id.key, PrivateKeyDer::Pkcs8(_)));
         // Encrypted PKCS#8 (PBES2), PEM and DER; a DER certificate.
         openssl(d, &["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "pass:s3cret", "-in", "c.key", "-out", "enc.pem"]);
-        openssl(d, &["pkcs8", "-topk8", "-v2", "aes-128-cbc", "-passout", "pass:s3cret", "-in", "c.key", "-outform", "DER", "-out", "enc.pk8"]);
+        openssl(
+            d,
+            &["pkcs8", "-topk8", "-v2", "aes-128-cbc", "-passout", "pass:s3cret", "-in", "c.key", "-outform", "DER", "-out", "enc.pk8"],
+        );
         openssl(d, &["x509", "-in", "c.crt", "-outform", "DER", "-out", "c.der"]);
         for key in ["enc.pem", "enc.pk8"] {
             let id = load(&d.join("c.der"), &d.join(key), Some("s3cret")).unwrap_or_else(|e| panic!("{key}: {e}"));
@@ -314,7 +321,10 @@ mod tests {
         let err = load(&crt, &d.join("missing.key"), None).err().unwrap();
         assert!(err.starts_with("database.sslkey ") && err.contains("missing.key"), "{err}");
         let err = load(&crt, &other_key, None).err().unwrap();
-        assert!(err.contains("database.sslkey") && err.contains("b.key") && err.contains("not the private key of the certificate"), "{err}");
+        assert!(
+            err.contains("database.sslkey") && err.contains("b.key") && err.contains("not the private key of the certificate"),
+            "{err}"
+        );
         // A certificate given as the key.
         let err = load(&crt, &crt, None).err().unwrap();
         assert!(err.contains("database.sslkey") && err.contains("holds no private key"), "{err}");

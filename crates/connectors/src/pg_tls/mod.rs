@@ -46,12 +46,8 @@ pub struct KeyNames {
 }
 
 /// The Postgres source's keys (Debezium's names).
-pub const SOURCE_KEYS: KeyNames = KeyNames {
-    root_cert: "database.sslrootcert",
-    cert: "database.sslcert",
-    key: "database.sslkey",
-    password: "database.sslpassword",
-};
+pub const SOURCE_KEYS: KeyNames =
+    KeyNames { root_cert: "database.sslrootcert", cert: "database.sslcert", key: "database.sslkey", password: "database.sslpassword" };
 
 /// The JDBC sink's: parameters of `connection.url` (pgJDBC's names).
 pub const URL_KEYS: KeyNames = KeyNames {

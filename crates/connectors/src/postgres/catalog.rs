@@ -91,14 +91,14 @@ pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) ->
         ),
         Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION && db_message(&e).contains("certificate") => {
             let what = match &cfg.tls.client {
-                Some(c) => format!(
-                    "check {} {} (for cert authentication its CN must be the user name)",
-                    config::SSLCERT,
-                    c.cert.display()
-                ),
+                Some(c) => format!("check {} {} (for cert authentication its CN must be the user name)", config::SSLCERT, c.cert.display()),
                 None => format!("set {} and {}", config::SSLCERT, config::SSLKEY),
             };
-            (config::SSLCERT, format!("the server wants a valid client certificate for user {:?}: {}; {what}", cfg.user, db_message(&e)), false)
+            (
+                config::SSLCERT,
+                format!("the server wants a valid client certificate for user {:?}: {}; {what}", cfg.user, db_message(&e)),
+                false,
+            )
         }
         Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
             (config::USER, format!("user {:?} may not connect to database {:?}: {}", cfg.user, cfg.dbname, db_message(&e)), false)

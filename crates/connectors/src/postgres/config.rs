@@ -353,7 +353,9 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
             "incremental.snapshot.watermarking.strategy=insert_delete is not supported yet; use insert_insert".to_owned(),
         ));
     }
-    if let Some(v) = props.get(SSLFACTORY).map(|v| v.trim()).filter(|v| !v.is_empty() && *v != LIBPQ_FACTORY && *v != NON_VALIDATING_FACTORY) {
+    if let Some(v) =
+        props.get(SSLFACTORY).map(|v| v.trim()).filter(|v| !v.is_empty() && *v != LIBPQ_FACTORY && *v != NON_VALIDATING_FACTORY)
+    {
         out.push((
             SSLFACTORY.to_owned(),
             format!("database.sslfactory={v} is not supported; use {LIBPQ_FACTORY} (the default) or {NON_VALIDATING_FACTORY}"),
@@ -588,7 +590,10 @@ mod tests {
         ]))
         .unwrap();
         let client = c.tls.client.as_ref().unwrap();
-        assert_eq!((client.cert.to_str(), client.key.to_str(), client.password.as_ref().map(Secret::expose)), (Some("/c.crt"), Some("/c.pk8"), Some("pw")));
+        assert_eq!(
+            (client.cert.to_str(), client.key.to_str(), client.password.as_ref().map(Secret::expose)),
+            (Some("/c.crt"), Some("/c.pk8"), Some("pw"))
+        );
         assert_eq!(c.tls.mode, SslMode::Require, "NonValidatingFactory does not check the server");
         assert!(!format!("{c:?}").contains("pw\""), "the key password is hidden in Debug");
         let err = PostgresConfig::parse(&props(&[("database.sslcert", "/c.crt")])).unwrap_err();

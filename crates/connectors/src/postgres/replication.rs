@@ -40,16 +40,17 @@ use super::transaction::TxCounts;
 /// must stay open until the session is up (see `PgTls::replication`).
 pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ConnectResult<(ReplicationConfig, Option<Arc<std::fs::File>>)> {
     let tls = cfg.tls.replication(&cfg.hostname).map_err(|e| ConnectError::config(cfg.tls.key_in(&e), e))?;
-    let rc = ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
-        .with_port(cfg.port)
-        .with_tls(tls.config)
-        .with_start_lsn(start)
-        .with_ack_lsn(ack)
-        .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
-        .with_wakeup_interval(Duration::from_millis(cfg.status_update_interval_ms))
-        .with_buffer_size(cfg.max_queue_size)
-        .with_options(SESSION_OPTIONS)
-        .with_application_name("sluice-postgres");
+    let rc =
+        ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
+            .with_port(cfg.port)
+            .with_tls(tls.config)
+            .with_start_lsn(start)
+            .with_ack_lsn(ack)
+            .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
+            .with_wakeup_interval(Duration::from_millis(cfg.status_update_interval_ms))
+            .with_buffer_size(cfg.max_queue_size)
+            .with_options(SESSION_OPTIONS)
+            .with_application_name("sluice-postgres");
     Ok((rc, tls.hold))
 }
 
@@ -90,12 +91,12 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
 pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(ReplicationClient, Lsn, String)> {
     let (rc, identity_copy) = replication_config(cfg, Lsn(0), Lsn(0))?;
     let mut client = ReplicationClient::connect_gated(rc).await.map_err(|e| stream_error(cfg, e))?;
-    let rows = client
-        .simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name))
-        .await
-        .map_err(|e| match e {
-            e @ PgWireError::Tls(_) | e @ PgWireError::Io(_) => stream_error(cfg, e),
-            e => ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e),
+    let rows =
+        client.simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name)).await.map_err(|e| {
+            match e {
+                e @ PgWireError::Tls(_) | e @ PgWireError::Io(_) => stream_error(cfg, e),
+                e => ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e),
+            }
         })?;
     drop(identity_copy); // the session is up
     let row = rows.into_iter().next().ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no row"))?;
