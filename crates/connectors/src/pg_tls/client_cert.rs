@@ -15,7 +15,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use pkcs8::der::pem::LineEnding;
 use rustls::pki_types::pem::PemObject;
@@ -201,12 +200,12 @@ fn decrypt(
 
 /// What the replication library is told: the user's files when it reads them as they are,
 /// else an unnamed PEM copy (kept open by the returned guard).
-pub fn for_replication(identity: &Identity, cert: &ClientCert) -> std::io::Result<(PathBuf, PathBuf, Option<Arc<std::fs::File>>)> {
+pub fn for_replication(identity: &Identity, cert: &ClientCert) -> std::io::Result<(PathBuf, PathBuf, Option<std::fs::File>)> {
     if identity.plain_pem {
         return Ok((cert.cert.clone(), cert.key.clone(), None));
     }
     let (file, path) = identity.unnamed_pem_file()?;
-    Ok((path.clone(), path, Some(Arc::new(file))))
+    Ok((path.clone(), path, Some(file)))
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ pub struct PgTls {
 /// done (an unnamed copy of the client identity, when one was needed).
 pub struct ReplicationTls {
     pub config: pgwire_replication::TlsConfig,
-    pub hold: Option<Arc<std::fs::File>>,
+    pub hold: Option<std::fs::File>,
 }
 
 impl PgTls {

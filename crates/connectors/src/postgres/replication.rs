@@ -38,7 +38,7 @@ use super::transaction::TxCounts;
 
 /// The replication session settings shared by the export session and the stream, and what
 /// must stay open until the session is up (see `PgTls::replication`).
-pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ConnectResult<(ReplicationConfig, Option<Arc<std::fs::File>>)> {
+pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ConnectResult<(ReplicationConfig, Option<std::fs::File>)> {
     let tls = cfg.tls.replication(&cfg.hostname).map_err(|e| ConnectError::config(cfg.tls.key_in(&e), e))?;
     let rc =
         ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
