@@ -551,6 +551,9 @@ impl Psql {
     }
 }
 
+/// The user of [`Postgres::start_tls_client_cert`] that authenticates by certificate.
+pub const CERT_USER: &str = "sluice";
+
 /// A throwaway PostgreSQL 15 cluster with logical replication on, started by
 /// `tests/services/postgres.sh` and stopped (immediate) on drop. A cluster that does not
 /// start fails the test.
@@ -570,15 +573,32 @@ impl Postgres {
         Self::start_with(true)
     }
 
+    /// A TLS-only cluster where user [`CERT_USER`] (a superuser with REPLICATION) must
+    /// present a client certificate signed by [`Postgres::ca_cert`], for ordinary and
+    /// replication sessions alike; its certificate and key are [`Postgres::client_cert`].
+    /// `postgres` still connects without one.
+    pub fn start_tls_client_cert() -> Self {
+        Self::start_mode("cert")
+    }
+
     pub fn ca_cert(&self) -> PathBuf {
         self.dir.path().join("tls/ca.crt")
     }
 
+    /// The client certificate (CN=[`CERT_USER`]) and its unencrypted PEM PKCS#8 key.
+    pub fn client_cert(&self) -> (PathBuf, PathBuf) {
+        (self.dir.path().join("tls/client.crt"), self.dir.path().join("tls/client.key"))
+    }
+
     fn start_with(tls: bool) -> Self {
+        Self::start_mode(if tls { "1" } else { "0" })
+    }
+
+    fn start_mode(tls: &str) -> Self {
         let port = free_port();
         let dir = tempfile::Builder::new().prefix("sluice-e2e-pg").tempdir_in("/tmp").expect("a directory for the cluster");
         let out = Command::new("bash")
-            .env("PG_TLS", if tls { "1" } else { "0" })
+            .env("PG_TLS", tls)
             .arg(service_script("postgres.sh"))
             .arg("start")
             .arg(dir.path())

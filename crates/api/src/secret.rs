@@ -81,6 +81,11 @@ mod tests {
         assert_eq!(redact_urls("postgres://user:pw@host/db"), "postgres://user:[hidden]@host/db");
         assert_eq!(redact_urls("\"jdbc:postgresql://h/d?PASSWORD=x\" is bad"), "\"jdbc:postgresql://h/d?PASSWORD=[hidden]\" is bad");
         assert_eq!(redact_urls("http://host:8083/connectors"), "http://host:8083/connectors");
+        // pgJDBC's client key password is a password= parameter too.
+        assert_eq!(
+            redact_urls("jdbc:postgresql://h/d?sslkey=/k.pk8&sslpassword=k3y&sslmode=verify-full"),
+            "jdbc:postgresql://h/d?sslkey=/k.pk8&sslpassword=[hidden]&sslmode=verify-full"
+        );
         assert_eq!(redact_urls("no url here"), "no url here");
     }
 

@@ -8,7 +8,7 @@
 //! named in `connector.class`. Keys of either dialect that this version does not implement
 //! are rejected by name ([`unsupported`]), never ignored.
 
-use crate::pg_tls::{PgTls, SslMode};
+use crate::pg_tls::{PgTls, SslMode, URL_KEYS};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, ParsedConfig, Props, Secret, Validator};
 
 pub const CONNECTION_URL: &str = "connection.url";
@@ -134,7 +134,8 @@ pub struct PgUrl {
     pub password: Option<Secret>,
     pub current_schema: Option<String>,
     pub application_name: Option<String>,
-    /// `sslmode`, `ssl`, `sslrootcert` and `sslfactory` as pgJDBC reads them.
+    /// `sslmode`, `ssl`, `sslrootcert`, `sslcert`, `sslkey`, `sslpassword` and `sslfactory` as
+    /// pgJDBC reads them.
     pub tls: PgTls,
 }
 
@@ -263,9 +264,10 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
         password: None,
         current_schema: None,
         application_name: None,
-        tls: PgTls::new(SslMode::Prefer, None),
+        tls: PgTls::new(SslMode::Prefer, None).named(&URL_KEYS),
     };
     let (mut sslmode, mut ssl, mut non_validating) = (None, None, false);
+    let (mut sslcert, mut sslkey, mut sslpassword) = (None, None, None);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v = percent_decode(v);
@@ -277,10 +279,15 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
             "sslmode" => sslmode = Some(SslMode::parse(&v).map_err(|e| format!("connection.url: {e}"))?),
             "ssl" => ssl = Some(v.eq_ignore_ascii_case("true") || v.is_empty()),
             "sslrootcert" => out.tls.root_cert = Some(std::path::PathBuf::from(v)),
+            "sslcert" => sslcert = Some(v),
+            "sslkey" => sslkey = Some(v),
+            "sslpassword" => sslpassword = Some(Secret::new(v)),
             "sslfactory" if v == "org.postgresql.ssl.NonValidatingFactory" => non_validating = true,
-            "sslfactory" | "sslcert" | "sslkey" | "sslpassword" => {
+            "sslfactory" if v == "org.postgresql.ssl.LibPQFactory" => {}
+            "sslfactory" => {
                 return Err(format!(
-                    "connection.url parameter {k:?} is not supported yet (client certificates and custom factories); remove it"
+                    "connection.url parameter sslfactory={v} is not supported; use org.postgresql.ssl.LibPQFactory (the default) or \
+                     org.postgresql.ssl.NonValidatingFactory"
                 ))
             }
             "connectTimeout" | "socketTimeout" | "tcpKeepAlive" | "reWriteBatchedInserts" | "stringtype" => {
@@ -296,6 +303,7 @@ pub fn parse_url(url: &str) -> Result<PgUrl, String> {
         (None, Some(false)) => SslMode::Disable,
         (None, None) => SslMode::Prefer,
     };
+    out.tls.client = PgTls::client_from(&URL_KEYS, sslcert, sslkey, sslpassword).map_err(|(_, message)| message)?;
     if non_validating && matches!(out.tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
         out.tls.mode = SslMode::Require;
     }
@@ -492,17 +500,26 @@ mod tests {
         assert_eq!(u.password.as_ref().map(Secret::expose), Some("p"));
         assert_eq!(parse_url("jdbc:postgresql://h/db").unwrap().port, 5432);
         assert!(parse_url("jdbc:mysql://h/db").unwrap_err().contains("only PostgreSQL"));
-        assert_eq!(parse_url("jdbc:postgresql://h/db?sslmode=require").unwrap().tls, PgTls::new(SslMode::Require, None));
+        assert_eq!(parse_url("jdbc:postgresql://h/db?sslmode=require").unwrap().tls, PgTls::new(SslMode::Require, None).named(&URL_KEYS));
         assert_eq!(
             parse_url("jdbc:postgresql://h/db?ssl=true&sslrootcert=/r.pem").unwrap().tls,
-            PgTls::new(SslMode::VerifyFull, Some("/r.pem".into()))
+            PgTls::new(SslMode::VerifyFull, Some("/r.pem".into())).named(&URL_KEYS)
         );
         assert_eq!(
             parse_url("jdbc:postgresql://h/db?ssl=true&sslfactory=org.postgresql.ssl.NonValidatingFactory").unwrap().tls.mode,
             SslMode::Require
         );
         assert_eq!(parse_url("jdbc:postgresql://h/db").unwrap().tls.mode, SslMode::Prefer);
-        assert!(parse_url("jdbc:postgresql://h/db?sslcert=/c.pem").unwrap_err().contains("sslcert"));
+        let err = parse_url("jdbc:postgresql://h/db?sslcert=/c.pem").unwrap_err();
+        assert!(err.contains("sslkey (in connection.url)"), "{err}");
+        let u = parse_url("jdbc:postgresql://h/db?sslmode=verify-full&sslcert=/c.pem&sslkey=/k%20dir/c.pk8&sslpassword=s%26cret").unwrap();
+        let client = u.tls.client.unwrap();
+        assert_eq!((client.cert.to_str(), client.key.to_str()), (Some("/c.pem"), Some("/k dir/c.pk8")));
+        assert_eq!(client.password.as_ref().map(Secret::expose), Some("s&cret"));
+        let err = parse_url("jdbc:postgresql://h/db?sslpassword=x").unwrap_err();
+        assert!(err.contains("sslpassword") && !err.contains("=x"), "{err}");
+        assert!(parse_url("jdbc:postgresql://h/db?sslfactory=org.postgresql.ssl.LibPQFactory").is_ok());
+        assert!(parse_url("jdbc:postgresql://h/db?sslfactory=com.example.F").unwrap_err().contains("sslfactory"));
         assert!(parse_url("jdbc:postgresql://h/db?loggerLevel=DEBUG").unwrap_err().contains("loggerLevel"));
     }
 

@@ -51,7 +51,20 @@ impl Connector for JdbcSinkConnector {
         };
         match PgWriter::new(Arc::new(cfg)).connect().await {
             Ok(()) => Vec::new(),
-            Err(e) => vec![(config::CONNECTION_URL.to_owned(), e.message)],
+            Err(e) => vec![(config::CONNECTION_URL.to_owned(), connect_failure(&e))],
         }
+    }
+}
+
+/// A failed connection in words: the server's reason when it gave one, else the transport's
+/// (a TLS refusal names the key to change).
+fn connect_failure(e: &super::dialect::WriteError) -> String {
+    let Some(source) = e.source.as_deref() else { return e.message.clone() };
+    if let Some(refused) = crate::pg_tls::find_refusal(source) {
+        return format!("{}: {}", e.message, refused.message);
+    }
+    match source.downcast_ref::<tokio_postgres::Error>() {
+        Some(pg) if pg.as_db_error().is_none() => format!("{}: {pg}", e.message),
+        _ => e.message.clone(),
     }
 }

@@ -24,8 +24,8 @@
 //! dead-lettered (durably, before the offsets move) and the rest of the batch is written.
 //!
 //! Known gaps of this version:
-//! - PostgreSQL targets only; TLS by `sslmode`/`ssl`/`sslrootcert` in the URL (see
-//!   `crate::pg_tls`), no client certificates.
+//! - PostgreSQL targets only; TLS by `sslmode`/`ssl`/`sslrootcert` and client certificates
+//!   by `sslcert`/`sslkey`/`sslpassword` in the URL (see `crate::pg_tls`).
 //! - Struct and map fields (other than Debezium's logical types) and nested arrays have
 //!   no column type yet; `pk.mode=record_header`, connection pools, naming strategies,
 //!   time zones other than UTC and the keys listed in `config::UNSUPPORTED_KEYS` are rejected.

@@ -60,8 +60,10 @@ pub struct SlotInfo {
 
 /// Opens an ordinary session; errors name the configuration key at fault where they can.
 pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectError)> {
-    let tls =
-        cfg.tls.connector().map_err(|e| (super::config::SSLROOTCERT.to_owned(), ConnectError::config(super::config::SSLROOTCERT, e)))?;
+    let tls = cfg.tls.connector().map_err(|e| {
+        let key = cfg.tls.key_in(&e);
+        (key.to_owned(), ConnectError::config(key, e))
+    })?;
     match cfg.pg_config().connect(tls).await {
         Ok((client, connection)) => {
             tokio::spawn(async move {
@@ -77,6 +79,9 @@ pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectErr
 
 /// The configuration key a connection error points at, and the error.
 pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) -> (String, ConnectError) {
+    if let Some(refused) = crate::pg_tls::find_refusal(&e) {
+        return (refused.key.to_owned(), ConnectError::fatal_from(refused.message.clone(), e));
+    }
     let code = e.code().cloned();
     let (key, message, retriable) = match code {
         Some(c) if c == SqlState::INVALID_PASSWORD => (
@@ -84,6 +89,17 @@ pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) ->
             format!("password authentication failed for user {:?}; check database.user and database.password", cfg.user),
             false,
         ),
+        Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION && db_message(&e).contains("certificate") => {
+            let what = match &cfg.tls.client {
+                Some(c) => format!("check {} {} (for cert authentication its CN must be the user name)", config::SSLCERT, c.cert.display()),
+                None => format!("set {} and {}", config::SSLCERT, config::SSLKEY),
+            };
+            (
+                config::SSLCERT,
+                format!("the server wants a valid client certificate for user {:?}: {}; {what}", cfg.user, db_message(&e)),
+                false,
+            )
+        }
         Some(c) if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
             (config::USER, format!("user {:?} may not connect to database {:?}: {}", cfg.user, cfg.dbname, db_message(&e)), false)
         }

@@ -5,7 +5,7 @@
 use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
 use super::transaction::TransactionTopic;
-use crate::pg_tls::{PgTls, SslMode};
+use crate::pg_tls::{PgTls, SslMode, SOURCE_KEYS};
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
 
@@ -16,6 +16,10 @@ pub const PASSWORD: &str = "database.password";
 pub const DBNAME: &str = "database.dbname";
 pub const SSLMODE: &str = "database.sslmode";
 pub const SSLROOTCERT: &str = "database.sslrootcert";
+pub const SSLCERT: &str = "database.sslcert";
+pub const SSLKEY: &str = "database.sslkey";
+pub const SSLPASSWORD: &str = "database.sslpassword";
+pub const SSLFACTORY: &str = "database.sslfactory";
 pub const TOPIC_PREFIX: &str = "topic.prefix";
 pub const PLUGIN_NAME: &str = "plugin.name";
 pub const SLOT_NAME: &str = "slot.name";
@@ -48,6 +52,9 @@ pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_CO
 
 pub const DEFAULT_PORT: &str = "5432";
 pub const DEFAULT_SSLMODE: &str = "prefer";
+/// pgJDBC's socket factories this version understands (`database.sslfactory`).
+pub const LIBPQ_FACTORY: &str = "org.postgresql.ssl.LibPQFactory";
+pub const NON_VALIDATING_FACTORY: &str = "org.postgresql.ssl.NonValidatingFactory";
 pub const DEFAULT_PLUGIN: &str = "pgoutput";
 pub const DEFAULT_SLOT: &str = "debezium";
 pub const DEFAULT_PUBLICATION: &str = "dbz_publication";
@@ -64,10 +71,6 @@ pub const DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "1024";
 /// that names it, instead of a silent difference in behaviour.
 pub const UNSUPPORTED_KEYS: &[&str] = &[
     "database.server.name",
-    "database.sslcert",
-    "database.sslkey",
-    "database.sslpassword",
-    "database.sslfactory",
     "database.tcpKeepAlive",
     "database.initial.statements",
     "database.query.timeout.ms",
@@ -181,6 +184,22 @@ pub fn def() -> ConfigDef {
             ConfigKey::new(SSLROOTCERT, ConfigType::String, Importance::Medium, "PEM file of the certificate authorities that sign the server's certificate (verify-ca, verify-full; with require it is checked too).")
                 .default_value(""),
         )
+        .define(
+            ConfigKey::new(SSLCERT, ConfigType::String, Importance::Medium, "File of the client certificate presented to the server (PEM, the chain leaf first, or DER); needs database.sslkey.")
+                .default_value(""),
+        )
+        .define(
+            ConfigKey::new(SSLKEY, ConfigType::String, Importance::Medium, "File of the client certificate's private key: PEM (PKCS#8, PKCS#1 RSA, SEC1 EC) or DER PKCS#8 (.pk8); encrypted PKCS#8 with database.sslpassword.")
+                .default_value(""),
+        )
+        .define(
+            ConfigKey::new(SSLPASSWORD, ConfigType::Password, Importance::Medium, "Password of an encrypted database.sslkey.")
+                .default_value(""),
+        )
+        .define(
+            ConfigKey::new(SSLFACTORY, ConfigType::String, Importance::Low, "pgJDBC's socket factory: org.postgresql.ssl.LibPQFactory (the libpq settings above) or org.postgresql.ssl.NonValidatingFactory (the server certificate is not checked, as sslmode=require).")
+                .default_value(""),
+        )
         .define(s(TOPIC_PREFIX, "Prefix of every topic name, and the logical name of this server in offsets and in source.name.").validator(Validator::NonEmpty))
         .define(
             ConfigKey::new(PLUGIN_NAME, ConfigType::String, Importance::Medium, "The logical decoding plugin; this version supports pgoutput only.")
@@ -280,7 +299,8 @@ pub fn def() -> ConfigDef {
 /// The typed configuration of one connector (and of its single task).
 #[derive(Debug, Clone)]
 pub struct PostgresConfig {
-    /// `database.sslmode` and `database.sslrootcert`.
+    /// `database.sslmode`, `database.sslrootcert`, `database.sslcert`, `database.sslkey`,
+    /// `database.sslpassword` and `database.sslfactory`.
     pub tls: PgTls,
     pub hostname: String,
     pub port: u16,
@@ -333,6 +353,14 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
             "incremental.snapshot.watermarking.strategy=insert_delete is not supported yet; use insert_insert".to_owned(),
         ));
     }
+    if let Some(v) =
+        props.get(SSLFACTORY).map(|v| v.trim()).filter(|v| !v.is_empty() && *v != LIBPQ_FACTORY && *v != NON_VALIDATING_FACTORY)
+    {
+        out.push((
+            SSLFACTORY.to_owned(),
+            format!("database.sslfactory={v} is not supported; use {LIBPQ_FACTORY} (the default) or {NON_VALIDATING_FACTORY}"),
+        ));
+    }
     if let Some(v) = value(SNAPSHOT_MODE).filter(|v| matches!(v.as_str(), "configuration_based" | "custom" | "recovery")) {
         out.push((
             SNAPSHOT_MODE.to_owned(),
@@ -382,10 +410,16 @@ impl PostgresConfig {
             },
         };
         let (include, exclude) = ColumnRules::column_filter(&c.list(COLUMN_INCLUDE_LIST), &c.list(COLUMN_EXCLUDE_LIST))?;
-        let ssl_mode = SslMode::parse(&c.string(SSLMODE).unwrap_or_else(|| DEFAULT_SSLMODE.to_owned()))
+        let mut ssl_mode = SslMode::parse(&c.string(SSLMODE).unwrap_or_else(|| DEFAULT_SSLMODE.to_owned()))
             .map_err(|e| ConnectError::config(SSLMODE, e))?;
+        if c.string(SSLFACTORY).as_deref() == Some(NON_VALIDATING_FACTORY) && matches!(ssl_mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+            ssl_mode = SslMode::Require;
+        }
+        let client = PgTls::client_from(&SOURCE_KEYS, c.string(SSLCERT), c.string(SSLKEY), c.password(SSLPASSWORD))
+            .map_err(|(key, message)| ConnectError::config(key, message))?;
+        let root_cert = c.string(SSLROOTCERT).filter(|p| !p.trim().is_empty()).map(std::path::PathBuf::from);
         Ok(Self {
-            tls: PgTls::new(ssl_mode, c.string(SSLROOTCERT).filter(|p| !p.trim().is_empty()).map(std::path::PathBuf::from)),
+            tls: PgTls::new(ssl_mode, root_cert).with_client(client),
             hostname: c.string(HOSTNAME).unwrap_or_default(),
             port: c.int(PORT) as u16,
             user: c.string(USER).unwrap_or_default(),
@@ -547,6 +581,28 @@ mod tests {
         let c =
             PostgresConfig::parse(&props(&[("database.sslmode", "verify-full"), ("database.sslrootcert", "/etc/pg/root.crt")])).unwrap();
         assert_eq!(c.tls, PgTls::new(SslMode::VerifyFull, Some("/etc/pg/root.crt".into())));
+        let c = PostgresConfig::parse(&props(&[
+            ("database.sslcert", "/c.crt"),
+            ("database.sslkey", "/c.pk8"),
+            ("database.sslpassword", "pw"),
+            ("database.sslmode", "verify-ca"),
+            ("database.sslfactory", "org.postgresql.ssl.NonValidatingFactory"),
+        ]))
+        .unwrap();
+        let client = c.tls.client.as_ref().unwrap();
+        assert_eq!(
+            (client.cert.to_str(), client.key.to_str(), client.password.as_ref().map(Secret::expose)),
+            (Some("/c.crt"), Some("/c.pk8"), Some("pw"))
+        );
+        assert_eq!(c.tls.mode, SslMode::Require, "NonValidatingFactory does not check the server");
+        assert!(!format!("{c:?}").contains("pw\""), "the key password is hidden in Debug");
+        let err = PostgresConfig::parse(&props(&[("database.sslcert", "/c.crt")])).unwrap_err();
+        assert!(matches!(&err, ConnectError::Config { key, .. } if key == "database.sslkey"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("database.sslpassword", "pw")])).unwrap_err().to_string();
+        assert!(err.contains("database.sslkey") && !err.contains("pw\""), "{err}");
+        let err = PostgresConfig::parse(&props(&[("database.sslfactory", "org.postgresql.ssl.DefaultJavaSSLFactory")])).unwrap_err();
+        assert!(err.to_string().contains("database.sslfactory"), "{err}");
+        assert!(def().key("database.sslpassword").is_some_and(|k| k.ty == ConfigType::Password));
         assert!(PostgresConfig::parse(&props(&[("snapshot.mode", "never")])).unwrap().snapshot_mode == SnapshotMode::NoData);
         let c = PostgresConfig::parse(&props(&[("signal.data.collection", "public.dbz_signal")])).unwrap();
         assert_eq!(c.signal_table, Some(TableId { schema: "public".into(), table: "dbz_signal".into() }));

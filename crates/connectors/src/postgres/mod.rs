@@ -31,8 +31,8 @@
 //! Transports: `tokio-postgres` for catalog queries and snapshots, `pgwire-replication`
 //! for the replication protocol (its reader task keeps sending standby status while the
 //! hand-off channel is full). Both take TLS from `database.sslmode` (libpq's modes, `prefer`
-//! by default) and `database.sslrootcert` (see `crate::pg_tls`); client certificates
-//! (`database.sslcert`/`sslkey`) are not supported yet and are rejected.
+//! by default), `database.sslrootcert` and the client certificate `database.sslcert`/
+//! `sslkey`/`sslpassword` (see `crate::pg_tls`).
 //!
 //! Known gaps of this version:
 //! - A fast Postgres shutdown still waits while records are in flight: until the runtime

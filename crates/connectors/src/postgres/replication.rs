@@ -28,7 +28,7 @@ use tokio_postgres::Client;
 
 use super::catalog::{self, TableId, TypeResolver};
 use super::column::SourceColumn;
-use super::config::PostgresConfig;
+use super::config::{self, PostgresConfig};
 use super::decode::{self, Datum, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::incremental::{Emit, Incremental, Signal};
@@ -36,18 +36,22 @@ use super::mapping::{Modes, SESSION_OPTIONS};
 use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
 use super::transaction::TxCounts;
 
-/// The replication session settings shared by the export session and the stream.
-pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ReplicationConfig {
-    ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
-        .with_port(cfg.port)
-        .with_tls(cfg.tls.replication(&cfg.hostname))
-        .with_start_lsn(start)
-        .with_ack_lsn(ack)
-        .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
-        .with_wakeup_interval(Duration::from_millis(cfg.status_update_interval_ms))
-        .with_buffer_size(cfg.max_queue_size)
-        .with_options(SESSION_OPTIONS)
-        .with_application_name("sluice-postgres")
+/// The replication session settings shared by the export session and the stream, and what
+/// must stay open until the session is up (see `PgTls::replication`).
+pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> ConnectResult<(ReplicationConfig, Option<std::fs::File>)> {
+    let tls = cfg.tls.replication(&cfg.hostname).map_err(|e| ConnectError::config(cfg.tls.key_in(&e), e))?;
+    let rc =
+        ReplicationConfig::new(&cfg.hostname, &cfg.user, cfg.password.expose(), &cfg.dbname, &cfg.slot_name, cfg.publication_name.as_str())
+            .with_port(cfg.port)
+            .with_tls(tls.config)
+            .with_start_lsn(start)
+            .with_ack_lsn(ack)
+            .with_status_interval(Duration::from_millis(cfg.status_update_interval_ms))
+            .with_wakeup_interval(Duration::from_millis(cfg.status_update_interval_ms))
+            .with_buffer_size(cfg.max_queue_size)
+            .with_options(SESSION_OPTIONS)
+            .with_application_name("sluice-postgres");
+    Ok((rc, tls.hold))
 }
 
 /// Classifies a replication session error.
@@ -63,6 +67,17 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
             ),
             e,
         )
+    } else if text.contains("certificate") || text.contains("fatal alert") {
+        ConnectError::fatal_from(
+            format!(
+                "replication session refused over TLS: {text}; check {} (the server's certificate) and {}/{} (the client's; \
+                 pg_hba.conf needs a hostssl replication line that accepts it)",
+                config::SSLROOTCERT,
+                config::SSLCERT,
+                config::SSLKEY
+            ),
+            e,
+        )
     } else if text.contains("password authentication failed") || text.contains("does not exist") || text.contains("publication") {
         ConnectError::fatal_from(format!("replication session rejected: {text}"), e)
     } else {
@@ -74,11 +89,16 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
 /// stays valid while the returned session is kept idle; drop it once the snapshot
 /// transaction has started reading... or ended.
 pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(ReplicationClient, Lsn, String)> {
-    let mut client = ReplicationClient::connect_gated(replication_config(cfg, Lsn(0), Lsn(0))).await.map_err(|e| stream_error(cfg, e))?;
-    let rows = client
-        .simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name))
-        .await
-        .map_err(|e| ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e))?;
+    let (rc, identity_copy) = replication_config(cfg, Lsn(0), Lsn(0))?;
+    let mut client = ReplicationClient::connect_gated(rc).await.map_err(|e| stream_error(cfg, e))?;
+    let rows =
+        client.simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name)).await.map_err(|e| {
+            match e {
+                e @ PgWireError::Tls(_) | e @ PgWireError::Io(_) => stream_error(cfg, e),
+                e => ConnectError::fatal_from(format!("creating replication slot {:?}", cfg.slot_name), e),
+            }
+        })?;
+    drop(identity_copy); // the session is up
     let row = rows.into_iter().next().ok_or_else(|| ConnectError::fatal("CREATE_REPLICATION_SLOT returned no row"))?;
     let text = |i: usize| row.get(i).and_then(|v| v.as_ref()).map(|b| String::from_utf8_lossy(b).into_owned());
     let lsn = text(1)
@@ -142,9 +162,10 @@ pub struct Stream {
 impl Stream {
     /// Opens the stream at `handed.resume`, reporting `confirmed` as flushed.
     pub async fn open(cfg: &PostgresConfig, handed: Handed, confirmed: Lsn) -> ConnectResult<Self> {
-        let rc = replication_config(cfg, handed.resume, confirmed);
+        let (rc, identity_copy) = replication_config(cfg, handed.resume, confirmed)?;
         let mut client = ReplicationClient::connect(rc).await.map_err(|e| stream_error(cfg, e))?;
         client.wait_started().await.map_err(|e| stream_error(cfg, e))?;
+        drop(identity_copy); // the session is up
         tracing::info!(slot = %cfg.slot_name, start = %handed.resume, %confirmed, "replication stream started");
         Ok(Self {
             client,
