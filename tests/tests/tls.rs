@@ -268,6 +268,16 @@ fn client_certificates_authenticate_every_session_of_source_and_sink() {
     let trace = status["tasks"][0]["trace"].as_str().unwrap_or_default();
     assert!(trace.contains("valid client certificate") && trace.contains("database.sslcert"), "{status}");
 
+    // A sink whose certificate the server refuses fails at once (a retry cannot help), and
+    // says which key to fix.
+    let stranger_url = format!("sslmode=verify-full&sslrootcert={ca}&sslcert={stranger_crt}&sslkey={stranger_key}");
+    let stranger_sink = pg.sink_config("wh", &stranger_url, &[("connection.username", CERT_USER)]);
+    let (code, body) = w.post("/connectors", &json!({"name": "stranger", "config": stranger_sink}));
+    assert_eq!(code, 201, "{body}");
+    let status = w.wait_for("/connectors/stranger/status", Duration::from_secs(30), |_, b| b["tasks"][0]["state"] == "FAILED");
+    let trace = status["tasks"][0]["trace"].as_str().unwrap_or_default();
+    assert!(trace.contains("refused the client certificate") && trace.contains("sslcert"), "{status}");
+
     // The key passwords appear nowhere: configs, statuses, task configs, the worker's log.
     let (_, config) = w.get("/connectors/src/config");
     assert_eq!(config["database.sslpassword"], "[hidden]");

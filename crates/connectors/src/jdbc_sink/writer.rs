@@ -119,15 +119,17 @@ impl PgWriter {
                     });
                     break client;
                 }
-                Err(e) if attempt < self.cfg.connection_attempts => {
+                Err(e) if attempt < self.cfg.connection_attempts && crate::pg_tls::find_refusal(&e).is_none() => {
                     tracing::warn!(attempt, error = %e, "cannot connect to the target; trying again");
                     tokio::time::sleep(Duration::from_millis(self.cfg.connection_backoff_ms)).await;
                 }
                 Err(e) => {
+                    // A certificate the server refuses will not be accepted on a retry either.
+                    let refused = crate::pg_tls::find_refusal(&e).is_some();
                     let mut err =
                         classify(&format!("cannot connect to {}:{}/{}", self.cfg.url.host, self.cfg.url.port, self.cfg.url.dbname), e);
-                    if err.kind == ErrorKind::Data {
-                        err.kind = ErrorKind::Fatal; // e.g. a wrong password or a missing database
+                    if err.kind == ErrorKind::Data || refused {
+                        err.kind = ErrorKind::Fatal; // e.g. a wrong password, a missing database, a refused certificate
                     }
                     return Err(err);
                 }
