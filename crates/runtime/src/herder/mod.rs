@@ -5,7 +5,7 @@
 //! [`Herder`] is the whole surface the REST API needs, so standalone and (later)
 //! distributed mode can each implement it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -248,6 +248,46 @@ pub trait Herder: Send + Sync + 'static {
 
     /// Validates a connector config (`connector.class` must name the plugin).
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
+}
+
+/// A set of connectors and tasks (Connect's `ConnectorsAndTasks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Units {
+    pub connectors: BTreeSet<String>,
+    pub tasks: BTreeSet<ConnectorTaskId>,
+}
+
+impl Units {
+    pub fn is_empty(&self) -> bool {
+        self.connectors.is_empty() && self.tasks.is_empty()
+    }
+
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))] // used by the cooperative assignor
+    pub(crate) fn minus(&self, other: &Units) -> Units {
+        Units {
+            connectors: self.connectors.difference(&other.connectors).cloned().collect(),
+            tasks: self.tasks.difference(&other.tasks).cloned().collect(),
+        }
+    }
+
+    pub fn add(&mut self, other: &Units) {
+        self.connectors.extend(other.connectors.iter().cloned());
+        self.tasks.extend(other.tasks.iter().cloned());
+    }
+
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))] // used by the cooperative assignor
+    pub(crate) fn remove(&mut self, other: &Units) {
+        self.connectors.retain(|c| !other.connectors.contains(c));
+        self.tasks.retain(|t| !other.tasks.contains(t));
+    }
+
+    /// Every connector with its tasks `0..n`.
+    pub fn configured(connectors: &BTreeMap<String, u32>) -> Units {
+        Units {
+            connectors: connectors.keys().cloned().collect(),
+            tasks: connectors.iter().flat_map(|(c, n)| (0..*n).map(move |task| ConnectorTaskId { connector: c.clone(), task })).collect(),
+        }
+    }
 }
 
 #[cfg(feature = "kafka")]

@@ -91,7 +91,7 @@ pub struct Cluster {
     /// This worker's share; only touched under the entries lock.
     owned: std::sync::Mutex<Owned>,
     /// Cooperative protocols: what REST asked to restart, for the leader's next round.
-    restarts: std::sync::Mutex<super::group::cooperative::Units>,
+    restarts: std::sync::Mutex<super::Units>,
 }
 
 /// What the group assigned this worker, and what of it this worker has started.
@@ -775,7 +775,7 @@ impl StandaloneHerder {
     }
 
     /// What REST asked to restart since the last call (see [`Cluster::restart`]).
-    pub fn take_restarts(&self) -> super::group::cooperative::Units {
+    pub fn take_restarts(&self) -> super::Units {
         std::mem::take(&mut *self.cluster().restarts.lock().expect("restarts lock"))
     }
 

@@ -29,43 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::protocol::{Assignment, WorkerState, CONFIG_MISMATCH, NO_ERROR};
 use crate::herder::ConnectorTaskId;
 
-/// A set of connectors and tasks (Connect's `ConnectorsAndTasks`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Units {
-    pub connectors: BTreeSet<String>,
-    pub tasks: BTreeSet<ConnectorTaskId>,
-}
-
-impl Units {
-    pub fn is_empty(&self) -> bool {
-        self.connectors.is_empty() && self.tasks.is_empty()
-    }
-
-    fn minus(&self, other: &Units) -> Units {
-        Units {
-            connectors: self.connectors.difference(&other.connectors).cloned().collect(),
-            tasks: self.tasks.difference(&other.tasks).cloned().collect(),
-        }
-    }
-
-    pub fn add(&mut self, other: &Units) {
-        self.connectors.extend(other.connectors.iter().cloned());
-        self.tasks.extend(other.tasks.iter().cloned());
-    }
-
-    fn remove(&mut self, other: &Units) {
-        self.connectors.retain(|c| !other.connectors.contains(c));
-        self.tasks.retain(|t| !other.tasks.contains(t));
-    }
-
-    /// Every connector with its tasks `0..n`.
-    pub fn configured(connectors: &BTreeMap<String, u32>) -> Units {
-        Units {
-            connectors: connectors.keys().cloned().collect(),
-            tasks: connectors.iter().flat_map(|(c, n)| (0..*n).map(move |task| ConnectorTaskId { connector: c.clone(), task })).collect(),
-        }
-    }
-}
+pub use crate::herder::Units;
 
 /// One worker's connectors and tasks, in the order it listed them (Connect's `WorkerLoad`).
 #[derive(Debug, Clone, Default)]
