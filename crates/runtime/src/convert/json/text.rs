@@ -404,35 +404,62 @@ impl Parser<'_> {
     }
 }
 
+/// Whether a byte needs an escape in a JSON string.
+#[inline]
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The position of the first byte at or after `from` that needs an escape. Eight bytes at a
+/// time: a word's bytes below 0x20, equal to `"` or equal to `\` are flagged by the
+/// classic has-less/has-zero tricks. A flag can be spurious only above a true one (a borrow
+/// runs upwards), so the lowest flag is always a true one.
+#[inline]
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while i + 8 <= bytes.len() {
+        let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("eight bytes"));
+        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let quote = quote.wrapping_sub(ONES) & !quote & HIGH;
+        let slash = w ^ (ONES * u64::from(b'\\'));
+        let slash = slash.wrapping_sub(ONES) & !slash & HIGH;
+        let flags = below | quote | slash;
+        if flags != 0 {
+            return Some(i + (flags.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes[i..].iter().position(|&b| needs_escape(b)).map(|p| i + p)
+}
+
 /// Writes a JSON string literal with Jackson's escapes.
 pub(crate) fn write_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            0x08 => Some("\\b"),
-            0x09 => Some("\\t"),
-            0x0A => Some("\\n"),
-            0x0C => Some("\\f"),
-            0x0D => Some("\\r"),
-            0x00..=0x1F => Some(""),
-            _ => None,
-        };
-        if let Some(esc) = escape {
-            out.push_str(&s[run..i]);
-            if esc.is_empty() {
+    while let Some(i) = next_escape(bytes, run) {
+        // Every escaped byte is ASCII, so `i` is a character boundary.
+        out.push_str(&s[run..i]);
+        let b = bytes[i];
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            0x09 => out.push_str("\\t"),
+            0x0A => out.push_str("\\n"),
+            0x0C => out.push_str("\\f"),
+            0x0D => out.push_str("\\r"),
+            _ => {
                 out.push_str("\\u00");
                 out.push(HEX[usize::from(b >> 4)] as char);
                 out.push(HEX[usize::from(b & 0xF)] as char);
-            } else {
-                out.push_str(esc);
             }
-            run = i + 1;
         }
+        run = i + 1;
     }
     out.push_str(&s[run..]);
     out.push('"');
@@ -545,5 +572,44 @@ mod tests {
         out.push(',');
         write_f64(&mut out, 1.0);
         assert_eq!(out, r#""NaN","-Infinity",1.0"#);
+    }
+
+    #[test]
+    fn string_escapes_match_a_byte_by_byte_reference_at_every_position() {
+        fn reference(s: &str) -> String {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\t' => out.push_str("\\t"),
+                    '\n' => out.push_str("\\n"),
+                    '\u{c}' => out.push_str("\\f"),
+                    '\r' => out.push_str("\\r"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        // Every special byte at every offset of a 20-byte string, next to multi-byte
+        // characters and bytes just above and below the limits (0x1F/0x20, 0x21/0x23, 0x5B/0x5D).
+        let specials = ['"', '\\', '\u{0}', '\u{1f}', '\n', '\u{7f}', ' ', '!', '#', '[', ']', 'é', '€'];
+        for len in 0..20 {
+            for at in 0..len.max(1) {
+                for &c in &specials {
+                    let mut text: String = "abcdefghijklmnopqrstuvwxyz".chars().take(len).collect();
+                    if len > 0 {
+                        text.replace_range(at..at + 1, &c.to_string());
+                    }
+                    text.push_str("ü\"tail\\");
+                    let mut out = String::new();
+                    write_string(&mut out, &text);
+                    assert_eq!(out, reference(&text), "{text:?}");
+                }
+            }
+        }
     }
 }
