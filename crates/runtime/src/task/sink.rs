@@ -39,7 +39,7 @@ pub const MAX_RECORDS_PER_PUT: usize = 5_000;
 pub const MAX_FETCH_BYTES: usize = 1 << 20;
 /// A `put` gathers records up to about this many bytes (keys and values as stored), so
 /// sinks that write in batches get several batches' worth at once.
-pub const MAX_PUT_BYTES: usize = 4 << 20;
+pub const MAX_PUT_BYTES: usize = 2 << 20;
 /// How often a `topics.regex` subscription looks for new topics and partitions.
 const METADATA_REFRESH: Duration = Duration::from_secs(5);
 
