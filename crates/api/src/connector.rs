@@ -174,6 +174,13 @@ pub trait SinkTask: Send {
     /// the same batch after a backoff.
     async fn put(&mut self, records: Vec<SinkRecord>) -> ConnectResult<()>;
 
+    /// About how many bytes of stored records (keys, values, headers) one `put` should carry
+    /// at most; `None` leaves it to the runtime (about 1 MiB). A sink that writes several
+    /// batches per put and overlaps them asks for more. Read once, after `start`.
+    fn max_put_bytes(&self) -> Option<usize> {
+        None
+    }
+
     /// Makes everything put so far durable.
     async fn flush(&mut self, _current: &BTreeMap<TopicPartition, i64>) -> ConnectResult<()> {
         Ok(())

@@ -280,6 +280,11 @@ impl SinkTask for JdbcSinkTask {
         Ok(())
     }
 
+    /// Several batches per put: the next one is built while one is written.
+    fn max_put_bytes(&self) -> Option<usize> {
+        Some(4 << 20)
+    }
+
     /// Exactly what the target has committed, never past what was put.
     async fn pre_commit(&mut self, current: &BTreeMap<TopicPartition, i64>) -> ConnectResult<BTreeMap<TopicPartition, i64>> {
         Ok(current.iter().filter_map(|(tp, cur)| self.durable.get(tp).map(|d| (tp.clone(), (*d).min(*cur)))).collect())

@@ -522,6 +522,7 @@ impl StandaloneHerder {
                     commit_interval: self.worker.offset_flush_interval,
                     target: entry.target_tx.subscribe(),
                     state,
+                    max_put_bytes: crate::task::sink::MAX_PUT_BYTES,
                 })
             }
         })

@@ -37,9 +37,11 @@ use crate::worker::overrides::OffsetReset;
 pub const MAX_RECORDS_PER_PUT: usize = 5_000;
 /// At most about this many bytes are read from one partition at a time.
 pub const MAX_FETCH_BYTES: usize = 1 << 20;
-/// A `put` gathers records up to about this many bytes (keys and values as stored), so
-/// sinks that write in batches get several batches' worth at once.
-pub const MAX_PUT_BYTES: usize = 2 << 20;
+/// A `put` gathers records up to about this many bytes (keys, values and headers as
+/// stored), unless the task asks for another bound (`SinkTask::max_put_bytes`).
+pub const MAX_PUT_BYTES: usize = 1 << 20;
+/// The most a task may ask a put to carry.
+const MAX_PUT_BYTES_LIMIT: usize = 16 << 20;
 /// How often a `topics.regex` subscription looks for new topics and partitions.
 const METADATA_REFRESH: Duration = Duration::from_secs(5);
 
@@ -75,6 +77,8 @@ pub struct SinkRunner {
     pub commit_interval: Duration,
     pub target: watch::Receiver<TargetState>,
     pub state: StateReporter,
+    /// Set from the task after it started (see [`MAX_PUT_BYTES`]).
+    pub max_put_bytes: usize,
 }
 
 impl SinkRunner {
@@ -82,6 +86,7 @@ impl SinkRunner {
         let class = self.ctx.props.get("task.class").or_else(|| self.ctx.props.get("connector.class")).cloned().unwrap_or_default();
         let reporter = Arc::new(SinkErrantReporter::new(self.id.clone(), class, self.errors.clone(), self.log.clone()));
         self.task.start(self.ctx.clone().with_reporter(reporter.clone())).await?;
+        self.max_put_bytes = self.task.max_put_bytes().unwrap_or(MAX_PUT_BYTES).clamp(1, MAX_PUT_BYTES_LIMIT);
         let mut state = Positions::default();
         let result = self.consume(&mut state, &reporter, &shutdown).await;
         if result.is_ok() {
@@ -220,6 +225,7 @@ impl SinkRunner {
             errors: self.errors.clone(),
             id: self.id.clone(),
             offset_reset: self.offset_reset,
+            max_put_bytes: self.max_put_bytes,
         }
     }
 
@@ -308,10 +314,11 @@ struct Reader {
     errors: ErrorPolicy,
     id: ConnectorTaskId,
     offset_reset: OffsetReset,
+    max_put_bytes: usize,
 }
 
 impl Reader {
-    /// Reads up to [`MAX_RECORDS_PER_PUT`] records or about [`MAX_PUT_BYTES`], visiting
+    /// Reads up to [`MAX_RECORDS_PER_PUT`] records or about `max_put_bytes`, visiting
     /// partitions round robin; waits briefly when all are at their end.
     async fn fetch(
         &self,
@@ -337,7 +344,7 @@ impl Reader {
                         let Some(last) = batch.last().map(|r| r.offset) else { break };
                         bytes += batch.iter().map(|r| stored_size(&r.record)).sum::<usize>();
                         out.extend(batch.into_iter().map(|r| (tp.clone(), r)));
-                        if out.len() >= MAX_RECORDS_PER_PUT || bytes >= MAX_PUT_BYTES {
+                        if out.len() >= MAX_RECORDS_PER_PUT || bytes >= self.max_put_bytes {
                             break;
                         }
                         batch = match self.log.read(tp, last + 1, MAX_FETCH_BYTES, Duration::ZERO).await {
@@ -362,7 +369,7 @@ impl Reader {
                 }
                 Err(e) => return Err(e.into()),
             }
-            if out.len() >= MAX_RECORDS_PER_PUT || bytes >= MAX_PUT_BYTES {
+            if out.len() >= MAX_RECORDS_PER_PUT || bytes >= self.max_put_bytes {
                 break;
             }
         }
