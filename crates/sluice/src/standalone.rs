@@ -33,6 +33,7 @@ use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::split::SplitLog;
 use sluice_runtime::log::Log;
 use sluice_runtime::plugins::Plugins;
+use sluice_runtime::task::exactly_once::{WorkerSupport, WORKER_KEY};
 use sluice_runtime::worker::config::{parse_properties, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -72,6 +73,7 @@ async fn run(
     let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
+    check_exactly_once(mode, &worker)?;
     let (log, cluster_id) = open_log(mode, &worker).await?;
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
@@ -130,6 +132,25 @@ async fn run(
     let _ = rest.await;
     drop(herder);
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// `exactly.once.source.support=enabled` only where it can be kept: in distributed mode,
+/// where records and source offsets live in the same Kafka cluster and commit together.
+fn check_exactly_once(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<()> {
+    if worker.exactly_once_source != WorkerSupport::Enabled {
+        return Ok(());
+    }
+    if mode == Mode::Standalone {
+        bail!(
+            "{WORKER_KEY}=enabled needs distributed mode (as in Kafka Connect): in standalone mode the source offsets live in the local log, not in Kafka, so they cannot commit in the same transaction as the records; remove the key or run `sluice distributed`"
+        );
+    }
+    if worker.props.get("consumer.isolation.level").is_some_and(|v| v.trim().eq_ignore_ascii_case("read_uncommitted")) {
+        bail!(
+            "{WORKER_KEY}=enabled needs the worker to read its offsets topic read_committed; consumer.isolation.level=read_uncommitted would make offsets of aborted transactions visible: remove it (sink connectors can set consumer.override.isolation.level instead)"
+        );
+    }
     Ok(())
 }
 

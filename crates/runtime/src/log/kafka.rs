@@ -53,10 +53,11 @@ use sluice_api::{Props, TopicPartition};
 
 use super::{
     AckChain, AppendFuture, CleanupPolicy, ClientOverrides, Log, LogError, LogRecord, LogResult, NewTopic, PartitionDescription, Produce,
-    StoredRecord, TopicConfig, TopicDescription,
+    StoredRecord, TopicConfig, TopicDescription, Transactional,
 };
 
 pub mod settings;
+pub mod transaction;
 
 use settings::{ClientSettings, Setting};
 
@@ -409,6 +410,39 @@ impl Inner {
     }
 }
 
+impl Reader {
+    /// Whether nothing more can come before `end` (the high watermark) for this reader: the
+    /// offsets left hold transaction markers (which take an offset but reach no reader),
+    /// records of aborted transactions, or, for a `read_committed` reader, records of
+    /// transactions still open (past the last stable offset, which the reader's own
+    /// ListOffsets answers). librdkafka moves the position past markers and aborted
+    /// records as it polls them.
+    fn caught_up(&self, inner: &Inner, end: i64) -> bool {
+        if self.position_at(end) {
+            return true;
+        }
+        let Some(position) = self.consumer_position() else { return false };
+        match self.consumer.fetch_watermarks(&self.tp.topic, self.tp.partition, inner.options.request_timeout) {
+            Ok((_, stable)) => position >= stable,
+            Err(_) => false,
+        }
+    }
+
+    /// Whether librdkafka's position (past markers and aborted records it skipped) is at
+    /// `end` or beyond.
+    fn position_at(&self, end: i64) -> bool {
+        self.consumer_position().is_some_and(|p| p >= end)
+    }
+
+    fn consumer_position(&self) -> Option<i64> {
+        let positions = self.consumer.position().ok()?;
+        match positions.find_partition(&self.tp.topic, self.tp.partition)?.offset() {
+            Offset::Offset(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 /// One partition's consumer and where it stands.
 struct Reader {
     tp: TopicPartition,
@@ -468,6 +502,7 @@ impl Reader {
         let mut out = Vec::new();
         let mut bytes = 0;
         let mut checked_end = false;
+        let mut end_seen = i64::MAX;
         loop {
             let now = Instant::now();
             let timeout = if !out.is_empty() {
@@ -530,11 +565,13 @@ impl Reader {
                         self.position = None;
                         return Err(LogError::OffsetOutOfRange { tp: self.tp.clone(), offset, start, end });
                     }
-                    if end <= offset {
+                    if end <= offset || self.caught_up(inner, end) {
                         return Ok(out);
                     }
+                    end_seen = end;
                     checked_end = true;
                 }
+                None if Instant::now() >= hard && self.caught_up(inner, i64::MAX) => return Ok(out),
                 None if Instant::now() >= hard => {
                     self.position = None;
                     return Err(timed_out(format!(
@@ -542,7 +579,11 @@ impl Reader {
                         self.tp, inner.options.request_timeout
                     )));
                 }
-                None => {}
+                None => {
+                    if checked_end && self.position_at(end_seen) {
+                        return Ok(out);
+                    }
+                }
             }
         }
     }
@@ -775,6 +816,10 @@ impl Log for KafkaLog {
         }
         let options = KafkaOptions { clients, ..self.inner.options.clone() };
         Ok(Some(Arc::new(KafkaLog::connect(options)?)))
+    }
+
+    fn transactional(&self, transactional_id: &str) -> LogResult<Option<Box<dyn Transactional>>> {
+        Ok(Some(Box::new(transaction::KafkaTransactional::new(&self.inner.options, transactional_id)?)))
     }
 
     async fn delete_group(&self, group: &str) -> LogResult<()> {
