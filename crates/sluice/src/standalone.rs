@@ -146,18 +146,15 @@ fn check_exactly_once(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<()> {
             "{WORKER_KEY}=enabled needs distributed mode (as in Kafka Connect): in standalone mode the source offsets live in the local log, not in Kafka, so they cannot commit in the same transaction as the records; remove the key or run `sluice distributed`"
         );
     }
-    if worker.props.get("consumer.isolation.level").is_some_and(|v| v.trim().eq_ignore_ascii_case("read_uncommitted")) {
-        bail!(
-            "{WORKER_KEY}=enabled needs the worker to read its offsets topic read_committed; consumer.isolation.level=read_uncommitted would make offsets of aborted transactions visible: remove it (sink connectors can set consumer.override.isolation.level instead)"
-        );
-    }
     Ok(())
 }
 
 /// The log the herder runs on, and the cluster id REST shows.
 async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn Log>, String)> {
     let kafka = || -> anyhow::Result<KafkaLog> {
-        let options = KafkaOptions::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?;
+        let options = KafkaOptions::from_worker_props(&worker.props)
+            .map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?
+            .with_read_committed_topics([worker.config_topic.clone(), worker.offset_topic.clone(), worker.status_topic.clone()]);
         KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))
     };
     if mode == Mode::Distributed {

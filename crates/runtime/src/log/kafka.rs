@@ -22,7 +22,12 @@
 //!
 //! One consumer per partition being read, assigned at the requested offset (no group, no
 //! auto commit, `auto.offset.reset=error` so a position below the start is reported as
-//! [`LogError::OffsetOutOfRange`]). Consecutive reads continue where the previous one
+//! [`LogError::OffsetOutOfRange`]). Data topics are read `read_uncommitted` unless the
+//! consumer settings (`consumer.isolation.level`, `consumer.override.isolation.level`) say
+//! otherwise, as Connect's sink consumers are; the worker's own topics
+//! ([`KafkaOptions::read_committed_topics`]) always `read_committed`. Transaction markers and
+//! aborted records take offsets no record is read at: a read that reaches them returns what
+//! it has (see `Reader::caught_up`). Consecutive reads continue where the previous one
 //! stopped; a read from inside the batch the previous read returned (a caller that took
 //! only part of it) is served from that batch; a read at any other offset re-assigns. At most `max_readers` readers are kept;
 //! the least recently used idle one is closed to make room. A read that finds nothing
@@ -36,7 +41,7 @@
 //! Transport failures, timeouts and leader changes are [`LogError::Unavailable`]
 //! (retriable); anything else the cluster refuses is [`LogError::Rejected`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -89,6 +94,11 @@ pub struct KafkaOptions {
     pub request_timeout: Duration,
     /// Partition readers kept open at once.
     pub max_readers: usize,
+    /// Topics always read `read_committed` (the worker's own topics, which exactly-once
+    /// source tasks write in transactions). Other topics are read with the consumer
+    /// settings' `isolation.level`, `read_uncommitted` when unset (Kafka's and Connect's
+    /// default for sink consumers; librdkafka's own default is `read_committed`).
+    pub read_committed_topics: BTreeSet<String>,
 }
 
 impl KafkaOptions {
@@ -105,7 +115,13 @@ impl KafkaOptions {
             replication_factor: DEFAULT_REPLICATION_FACTOR,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_readers: DEFAULT_MAX_READERS,
+            read_committed_topics: BTreeSet::new(),
         })
+    }
+
+    /// The same, reading these topics `read_committed` whatever the consumer settings say.
+    pub fn with_read_committed_topics(self, topics: impl IntoIterator<Item = String>) -> Self {
+        Self { read_committed_topics: topics.into_iter().collect(), ..self }
     }
 }
 
@@ -181,7 +197,7 @@ impl KafkaLog {
             .create_with_context(ClientLog)
             .map_err(|e| config_error(&options.clients.admin, "admin client", e))?;
         // Fail on a bad consumer setting now rather than at the first read.
-        reader_config(&options)
+        reader_config(&options, "")
             .create_with_context::<_, Consumer_>(ClientLog)
             .map_err(|e| config_error(&options.clients.consumer, "consumer", e))?;
         let inner = Inner { options, producer, admin, readers: Mutex::new(HashMap::new()), groups: Mutex::new(HashMap::new()) };
@@ -216,8 +232,14 @@ fn client_config(settings: &BTreeMap<String, Setting>, defaults: &[(&str, &str)]
     c
 }
 
-fn reader_config(options: &KafkaOptions) -> ClientConfig {
-    let mut c = client_config(&options.clients.consumer, &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES)]);
+fn reader_config(options: &KafkaOptions, topic: &str) -> ClientConfig {
+    let mut c = client_config(
+        &options.clients.consumer,
+        &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES), ("isolation.level", "read_uncommitted")],
+    );
+    if options.read_committed_topics.contains(topic) {
+        c.set("isolation.level", "read_committed");
+    }
     // The runtime owns positions and commits: not overridable.
     c.set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -377,7 +399,7 @@ impl Inner {
                 readers.remove(&idle);
             }
         }
-        let consumer: Consumer_ = reader_config(&self.options)
+        let consumer: Consumer_ = reader_config(&self.options, &tp.topic)
             .create_with_context(ClientLog)
             .map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
         let reader = Arc::new(tokio::sync::Mutex::new(Reader { tp: tp.clone(), consumer, position: None, window: Vec::new() }));

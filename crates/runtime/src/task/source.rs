@@ -602,3 +602,7 @@ impl Committer {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod tests;
