@@ -5,6 +5,7 @@
 //!  read   ──▶ reader per partition (assign at offset, poll) ─────────────────────────────▶ records
 //!  offsets ─▶ ListOffsets (watermarks)          topics ─▶ admin client (CreateTopics, metadata, configs)
 //!  groups ──▶ a group.id consumer per group that never joins: OffsetCommit / OffsetFetch; DeleteGroups
+//!  transactional ─▶ a transactional producer per exactly-once source task (`transaction`)
 //! ```
 //!
 //! # Append
