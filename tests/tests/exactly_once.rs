@@ -104,6 +104,24 @@ fn a_sigkill_mid_transaction_leaves_no_duplicates_and_no_gaps() {
     let props = eos_props(&broker.bootstrap, GROUP);
     let worker_dir = dir.path().join("worker");
     let mut w = Worker::launch(&worker_dir, Launch::Distributed { props });
+    // Connect's preflight checks, answered with its messages.
+    let (code, body) = post_settled(
+        &w,
+        &json!({"name": "files", "config": {"connector.class": "FileStreamSource", "file": "/dev/null", "topic": "t",
+            "exactly.once.support": "required"}}),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("does not implement the API required for preflight validation of exactly-once"),
+        "{body}"
+    );
+    let (code, body) = post_settled(
+        &w,
+        &json!({"name": "gen-connector-boundary", "config": {"connector.class": "datagen", "kafka.topic": "t", "transaction.boundary": "connector"}}),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("does not support connector-defined transaction boundaries"), "{body}");
+
     let (code, body) = post_settled(
         &w,
         &json!({"name": "gen", "config": {"connector.class": "datagen", "kafka.topic": "eos-rows", "quickstart": "bench",
