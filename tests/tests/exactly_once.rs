@@ -125,17 +125,21 @@ fn a_sigkill_mid_transaction_leaves_no_duplicates_and_no_gaps() {
     let (code, body) = post_settled(
         &w,
         &json!({"name": "gen", "config": {"connector.class": "datagen", "kafka.topic": "eos-rows", "quickstart": "bench",
-            "iterations": TOTAL.to_string(), "records.per.second": "30000", "batch.size": "5000", "payload.bytes": "64",
+            "iterations": TOTAL.to_string(), "records.per.second": "20000", "batch.size": "5000", "payload.bytes": "64",
             "exactly.once.support": "required", "transaction.boundary": "interval", "transaction.boundary.interval.ms": "500"}}),
     );
     assert_eq!(code, 201, "{body}");
     w.wait_running("gen", 1);
 
+    // Kill until a kill has landed inside a transaction, seen as a row id written twice (once
+    // in the aborted transaction, once again by the restarted task): at least twice, at most 5.
     let mut kills = 0;
-    while kills < 2 {
-        // A transaction of ~15,000 rows commits every 500 ms: a kill lands inside one.
-        eventually(Duration::from_secs(60), "committed rows", || {
-            bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() > 10_000 * (kills + 1)
+    let mut aborted_seen = false;
+    while kills < 5 && (kills < 2 || !aborted_seen) && bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() < 100_000 {
+        // A transaction of ~10,000 rows commits every 500 ms: a kill usually lands inside one.
+        let before = bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len();
+        eventually(Duration::from_secs(60), "more committed rows", || {
+            bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() > before + 5_000
         });
         let member = member_id(&w);
         w.kill9();
@@ -144,7 +148,14 @@ fn a_sigkill_mid_transaction_leaves_no_duplicates_and_no_gaps() {
         assert_eq!(broker.expire_group_member(GROUP, &member), 0);
         w.restart();
         w.wait_running("gen", 1);
+        let after = bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len();
+        eventually(Duration::from_secs(60), "rows committed after the restart", || {
+            bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() as i64 >= (after as i64 + 5_000).min(TOTAL)
+        });
+        let all = bench_ids(&broker.bootstrap, "eos-rows", "read_uncommitted");
+        aborted_seen |= all.len() > all.iter().collect::<std::collections::BTreeSet<_>>().len();
     }
+    assert!(aborted_seen, "no kill out of {kills} landed inside a transaction");
     eventually(Duration::from_secs(120), "every row committed", || {
         bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() as i64 >= TOTAL
     });
