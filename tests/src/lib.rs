@@ -504,10 +504,12 @@ impl Moto {
     }
 
     /// Runs Python with `s3` (a boto3 client for this server) and `BUCKET` defined; returns
-    /// stdout. A failing script fails the test.
+    /// stdout. A failing script fails the test. A script that ran through leaves with
+    /// `os._exit(0)`: pyarrow's thread pool can abort the interpreter's normal shutdown
+    /// ("terminate called without an active exception") after all the work is done.
     pub fn py(&self, body: &str) -> String {
         let code = format!(
-            "import boto3,json,io,sys\ns3=boto3.client('s3',endpoint_url='http://127.0.0.1:{}',region_name='us-east-1',aws_access_key_id='t',aws_secret_access_key='t')\nBUCKET={:?}\n{body}",
+            "import boto3,json,io,os,sys\ns3=boto3.client('s3',endpoint_url='http://127.0.0.1:{}',region_name='us-east-1',aws_access_key_id='t',aws_secret_access_key='t')\nBUCKET={:?}\n{body}\nsys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n",
             self.port, self.bucket
         );
         let out = Command::new(&self.python).arg("-c").arg(code).output().expect("run python");
