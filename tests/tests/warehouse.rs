@@ -35,6 +35,22 @@ fn workload_step(pg: &Psql, i: u32, next_id: &mut u32) {
     pg.sql("postgres", &s);
 }
 
+/// SIGKILLs the worker while the workload runs (`done` unset), at most `max` times, after
+/// `pause_ms(kills so far)` each; restarts it and waits for both connectors each time.
+/// Returns how many kills happened.
+fn kill_while(w: &mut Worker, done: &AtomicBool, max: u64, pause_ms: impl Fn(u64) -> u64) -> u64 {
+    let mut kills = 0;
+    while !done.load(Ordering::SeqCst) && kills < max {
+        std::thread::sleep(Duration::from_millis(pause_ms(kills)));
+        w.kill9();
+        kills += 1;
+        w.restart();
+        w.wait_running("src", 1);
+        w.wait_running("wh", 1);
+    }
+    kills
+}
+
 fn wait_equal(pg: &Postgres, w: &Worker, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     loop {
@@ -130,15 +146,7 @@ fn warehouse_mirrors_the_source_through_crashes() {
             done.store(true, Ordering::SeqCst);
         })
     };
-    let mut kills = 0;
-    while !done.load(Ordering::SeqCst) && kills < 6 {
-        std::thread::sleep(Duration::from_millis(700 + (kills * 337) % 900));
-        w.kill9();
-        kills += 1;
-        w.restart();
-        w.wait_running("src", 1);
-        w.wait_running("wh", 1);
-    }
+    let kills = kill_while(&mut w, &done, 6, |k| 700 + (k * 337) % 900);
     writer.join().unwrap();
     assert!(kills >= 3, "only {kills} kills happened during the workload");
     wait_equal(&pg, &w, Duration::from_secs(120));
@@ -309,15 +317,7 @@ fn rejected_changes_reach_the_dead_letter_topic_through_sigkills() {
             done.store(true, Ordering::SeqCst);
         })
     };
-    let mut kills = 0;
-    while !done.load(Ordering::SeqCst) && kills < 5 {
-        std::thread::sleep(Duration::from_millis(500 + (kills * 211) % 500));
-        w.kill9();
-        kills += 1;
-        w.restart();
-        w.wait_running("src", 1);
-        w.wait_running("wh", 1);
-    }
+    let kills = kill_while(&mut w, &done, 5, |k| 500 + (k * 211) % 500);
     writer.join().unwrap();
     assert!(kills >= 2, "only {kills} kills happened during the workload");
 
