@@ -40,21 +40,7 @@ fn source_and_sink_reach_a_tls_only_postgres_and_verify_it() {
         &json!({"name": "wh", "config": pg.sink_config("wh", &format!("sslmode=verify-full&sslrootcert={ca}"), &[("schema.evolution", "basic")])}),
     );
     assert_eq!(code, 201, "{body}");
-    w.wait_running("src", 1);
-    w.wait_running("wh", 1);
-    let rows = || pg.psql().sql("wh", "SELECT coalesce(string_agg(id || ':' || name, ',' ORDER BY id), '') FROM items").trim().to_owned();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !(pg.psql().sql("wh", "SELECT to_regclass('items') IS NOT NULL") == "t" && rows() == "1:seed") {
-        if std::time::Instant::now() > deadline {
-            let (_, src) = w.get("/connectors/src/status");
-            let (_, sink) = w.get("/connectors/wh/status");
-            let out = w.output();
-            panic!("the snapshot never reached the target\nsource {src}\nsink {sink}\n{}", &out[out.len().saturating_sub(6000)..]);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    pg.sql("INSERT INTO items VALUES (2, 'two'); UPDATE items SET name = 'one' WHERE id = 1");
-    eventually(Duration::from_secs(60), "streamed changes in the target", || rows() == "1:one,2:two");
+    snapshot_then_stream_reach_the_target(&pg, &w);
 
     // Every session of the connectors, the replication stream included, is encrypted.
     let sessions = pg.sql(
@@ -233,21 +219,7 @@ fn client_certificates_authenticate_every_session_of_source_and_sink() {
     assert_eq!(code, 201, "{body}");
     let (code, body) = w.post("/connectors", &json!({"name": "wh", "config": good_sink}));
     assert_eq!(code, 201, "{body}");
-    w.wait_running("src", 1);
-    w.wait_running("wh", 1);
-    let rows = || pg.psql().sql("wh", "SELECT coalesce(string_agg(id || ':' || name, ',' ORDER BY id), '') FROM items").trim().to_owned();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !(pg.psql().sql("wh", "SELECT to_regclass('items') IS NOT NULL") == "t" && rows() == "1:seed") {
-        if std::time::Instant::now() > deadline {
-            let (_, src) = w.get("/connectors/src/status");
-            let (_, sink) = w.get("/connectors/wh/status");
-            let out = w.output();
-            panic!("the snapshot never reached the target\nsource {src}\nsink {sink}\n{}", &out[out.len().saturating_sub(6000)..]);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    pg.sql("INSERT INTO items VALUES (2, 'two'); UPDATE items SET name = 'one' WHERE id = 1");
-    eventually(Duration::from_secs(60), "streamed changes in the target", || rows() == "1:one,2:two");
+    snapshot_then_stream_reach_the_target(&pg, &w);
 
     // Every session of the connectors presented the certificate: the catalog session, the
     // sink and the walsender serving the replication stream.
@@ -299,4 +271,25 @@ fn client_certificates_authenticate_every_session_of_source_and_sink() {
     std::thread::sleep(Duration::from_millis(300));
     let out = w.output();
     assert!(!out.contains(SOURCE_KEY_PW) && !out.contains(SINK_KEY_PW), "the worker's log shows a key password");
+}
+
+/// With `src` (Postgres source) and `wh` (JDBC sink into database `wh`) created: waits for
+/// both to run and the snapshot's seed row to reach the target, then streams an insert and
+/// an update and waits for them there.
+fn snapshot_then_stream_reach_the_target(pg: &Postgres, w: &Worker) {
+    w.wait_running("src", 1);
+    w.wait_running("wh", 1);
+    let rows = || pg.psql().sql("wh", "SELECT coalesce(string_agg(id || ':' || name, ',' ORDER BY id), '') FROM items").trim().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !(pg.psql().sql("wh", "SELECT to_regclass('items') IS NOT NULL") == "t" && rows() == "1:seed") {
+        if std::time::Instant::now() > deadline {
+            let (_, src) = w.get("/connectors/src/status");
+            let (_, sink) = w.get("/connectors/wh/status");
+            let out = w.output();
+            panic!("the snapshot never reached the target\nsource {src}\nsink {sink}\n{}", &out[out.len().saturating_sub(6000)..]);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    pg.sql("INSERT INTO items VALUES (2, 'two'); UPDATE items SET name = 'one' WHERE id = 1");
+    eventually(Duration::from_secs(60), "streamed changes in the target", || rows() == "1:one,2:two");
 }
