@@ -319,6 +319,17 @@ pub fn read_lines(path: &Path) -> Vec<String> {
 }
 
 /// Waits until `f` returns true.
+/// The errors a `config/validate` answer gives for `key`.
+pub fn validate_errors_of(infos: &Json, key: &str) -> Vec<String> {
+    infos["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["value"]["name"] == key)
+        .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()))
+        .collect()
+}
+
 pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {

@@ -55,16 +55,6 @@ fn sink(name: &str, file: &std::path::Path, topic: &str, extra: &[(&str, &str)])
     json!({"name": name, "config": config})
 }
 
-fn errors_of(infos: &Json, key: &str) -> Vec<String> {
-    infos["configs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["value"]["name"] == key)
-        .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()))
-        .collect()
-}
-
 /// A sink with `consumer.override.auto.offset.reset=latest` on a topic that already holds
 /// records starts at its end; one without the override reads it from the beginning.
 #[test]
@@ -169,7 +159,7 @@ fn kafka_override_policy_none_and_principal() {
     let (code, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &sink("s", &out, "t", &offset_reset)["config"]);
     assert_eq!((code, infos["error_count"].as_i64()), (200, Some(1)), "{infos}");
     assert_eq!(
-        errors_of(&infos, "consumer.override.auto.offset.reset"),
+        sluice_tests::validate_errors_of(&infos, "consumer.override.auto.offset.reset"),
         ["The 'None' policy does not allow 'auto.offset.reset' to be overridden in the connector configuration."]
     );
     let (code, body) = w.post("/connectors", &sink("s", &out, "t", &[("producer.override.linger.ms", "1")]));

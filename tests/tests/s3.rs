@@ -388,13 +388,7 @@ print(json.dumps(res))
     ] {
         let (code, body) = w.put("/connector-plugins/s3/config/validate", &with(extra.clone()));
         assert_eq!(code, 200, "{body}");
-        let errors: Vec<String> = body["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["value"]["name"] == key)
-            .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()))
-            .collect();
+        let errors = sluice_tests::validate_errors_of(&body, key);
         assert!(!errors.is_empty() && errors.iter().all(|e| e.contains(key)), "{extra}: errors of {key}: {errors:?} in {body}");
         assert!(
             !body.to_string().contains(KEY) && !body.to_string().contains("bm90IDMyIGJ5dGVz"),

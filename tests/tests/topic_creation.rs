@@ -79,13 +79,7 @@ fn error_messages(body: &Json) -> String {
 fn validate_errors(w: &Worker, config: &Json, key: &str) -> Vec<String> {
     let (code, infos) = w.put("/connector-plugins/DatagenConnector/config/validate", config);
     assert_eq!(code, 200, "{infos}");
-    infos["configs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["value"]["name"] == key)
-        .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()))
-        .collect()
+    sluice_tests::validate_errors_of(&infos, key)
 }
 
 /// A datagen source with topic creation groups creates its topics with each group's
