@@ -30,7 +30,8 @@ fn produce(bootstrap: &str, topic: &str, values: &[&str]) {
                 partition: 0,
                 record: LogRecord {
                     value: Some(json!({"schema": {"type": "string", "optional": false}, "payload": v}).to_string().into_bytes()),
-                    timestamp: 1_700_000_000_000,
+                    // Recent: the broker deletes records older than retention.ms (7 days).
+                    timestamp: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64,
                     ..LogRecord::default()
                 },
             })

@@ -8,13 +8,15 @@ use sluice_runtime::log::{CleanupPolicy, Log, LogRecord, NewTopic, Produce, Stor
 
 use crate::backends::Backend;
 
+/// Now, in epoch milliseconds. Records carry recent timestamps: a broker deletes records
+/// older than the topic's `retention.ms` (7 days by default) on its own schedule, which
+/// would empty a test's partition under it.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
 fn record(key: Option<&str>, value: Option<&str>) -> LogRecord {
-    LogRecord {
-        key: key.map(|k| k.as_bytes().to_vec()),
-        value: value.map(|v| v.as_bytes().to_vec()),
-        timestamp: 1_700_000_000_000,
-        headers: Vec::new(),
-    }
+    LogRecord { key: key.map(|k| k.as_bytes().to_vec()), value: value.map(|v| v.as_bytes().to_vec()), timestamp: now_ms(), headers: Vec::new() }
 }
 
 fn produce(topic: &str, partition: i32, value: &str) -> Produce {
@@ -94,15 +96,16 @@ pub async fn acknowledged_records_are_visible_to_a_fresh_reader(b: &Backend) {
 pub async fn round_trip_keeps_nulls_headers_and_timestamps(b: &Backend) {
     let log = &b.log;
     log.ensure_topic("shapes", TopicConfig::new(1)).await.unwrap();
+    let t = now_ms() - 1000;
     let records = vec![
         LogRecord {
             key: None,
             value: Some(b"no key".to_vec()),
-            timestamp: 1_600_000_000_123,
+            timestamp: t,
             headers: vec![("h1".into(), Some(b"x".to_vec())), ("h1".into(), None), ("h2".into(), Some(Vec::new()))],
         },
-        LogRecord { key: Some(b"tomb".to_vec()), value: None, timestamp: 1_600_000_000_124, headers: Vec::new() },
-        LogRecord { key: Some(Vec::new()), value: Some(Vec::new()), timestamp: 1_600_000_000_125, headers: Vec::new() },
+        LogRecord { key: Some(b"tomb".to_vec()), value: None, timestamp: t + 1, headers: Vec::new() },
+        LogRecord { key: Some(Vec::new()), value: Some(Vec::new()), timestamp: t + 2, headers: Vec::new() },
     ];
     log.append(records.iter().cloned().map(|record| Produce { topic: "shapes".into(), partition: 0, record }).collect()).await.unwrap();
     let got: Vec<LogRecord> = read_all(log.as_ref(), &TopicPartition::new("shapes", 0), 0).await.into_iter().map(|r| r.record).collect();
