@@ -6,6 +6,7 @@ mod crash;
 mod distributed;
 mod docker;
 mod errors;
+mod exactly_once;
 mod kafka;
 mod kafka_overrides;
 mod pg_s3;

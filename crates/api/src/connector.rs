@@ -66,6 +66,22 @@ pub trait Connector: Send + Sync {
     async fn validate_extra(&self, _props: &Props) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// Whether this source connector, with `props`, delivers exactly once when its tasks'
+    /// records and offsets are committed in one transaction: re-polling from a committed
+    /// offset yields the records after it, none missing and none repeated (Connect's
+    /// `SourceConnector::exactlyOnceSupport`). `None`: the connector does not say, which
+    /// `exactly.once.support=required` refuses.
+    fn exactly_once_support(&self, _props: &Props) -> Option<ExactlyOnceSupport> {
+        None
+    }
+}
+
+/// A source connector's answer to [`Connector::exactly_once_support`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExactlyOnceSupport {
+    Supported,
+    Unsupported,
 }
 
 pub enum Task {

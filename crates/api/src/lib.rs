@@ -22,8 +22,8 @@ pub mod value;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, ConfigValue, Importance, ParsedConfig, Props, Validator};
 pub use connector::{
-    Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, ErrantRecordReporter, OffsetReader, SinkTask, SinkTaskContext, SourceTask,
-    SourceTaskContext, Task,
+    Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, ErrantRecordReporter, ExactlyOnceSupport, OffsetReader, SinkTask,
+    SinkTaskContext, SourceTask, SourceTaskContext, Task,
 };
 pub use error::{ConnectError, ConnectResult};
 pub use record::{Header, Headers, SinkRecord, SourceOffset, SourcePartition, SourceRecord, TimestampType, TopicPartition};

@@ -33,6 +33,7 @@ use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::split::SplitLog;
 use sluice_runtime::log::Log;
 use sluice_runtime::plugins::Plugins;
+use sluice_runtime::task::exactly_once::{WorkerSupport, WORKER_KEY};
 use sluice_runtime::worker::config::{parse_properties, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -72,6 +73,7 @@ async fn run(
     let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
+    check_exactly_once(mode, &worker)?;
     let (log, cluster_id) = open_log(mode, &worker).await?;
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
@@ -133,10 +135,26 @@ async fn run(
     Ok(())
 }
 
+/// `exactly.once.source.support=enabled` only where it can be kept: in distributed mode,
+/// where records and source offsets live in the same Kafka cluster and commit together.
+fn check_exactly_once(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<()> {
+    if worker.exactly_once_source != WorkerSupport::Enabled {
+        return Ok(());
+    }
+    if mode == Mode::Standalone {
+        bail!(
+            "{WORKER_KEY}=enabled needs distributed mode (as in Kafka Connect): in standalone mode the source offsets live in the local log, not in Kafka, so they cannot commit in the same transaction as the records; remove the key or run `sluice distributed`"
+        );
+    }
+    Ok(())
+}
+
 /// The log the herder runs on, and the cluster id REST shows.
 async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn Log>, String)> {
     let kafka = || -> anyhow::Result<KafkaLog> {
-        let options = KafkaOptions::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?;
+        let options = KafkaOptions::from_worker_props(&worker.props)
+            .map_err(|e| anyhow!("invalid Kafka client settings: {e}"))?
+            .with_read_committed_topics([worker.config_topic.clone(), worker.offset_topic.clone(), worker.status_topic.clone()]);
         KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))
     };
     if mode == Mode::Distributed {

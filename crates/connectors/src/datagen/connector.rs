@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sluice_api::{ConfigDef, ConnectResult, Connector, ConnectorContext, Props, Task};
+use sluice_api::{ConfigDef, ConnectResult, Connector, ConnectorContext, ExactlyOnceSupport, Props, Task};
 
 use super::config::{self, DatagenConfig};
 use super::task::DatagenTask;
@@ -40,5 +40,11 @@ impl Connector for DatagenConnector {
 
     fn create_task(&self) -> Task {
         Task::Source(Box::<DatagenTask>::default())
+    }
+
+    /// A task restarted at a committed `current.iteration` generates the rows after it:
+    /// with the records and offsets in one transaction, none is lost or repeated.
+    fn exactly_once_support(&self, _props: &Props) -> Option<ExactlyOnceSupport> {
+        Some(ExactlyOnceSupport::Supported)
     }
 }

@@ -34,8 +34,9 @@ use crate::store::config::{ConfigSnapshot, ConfigStore, ConnectorConfigState};
 use crate::store::offset::{ConnectorOffsets, OffsetStore};
 use crate::store::status::StatusStore;
 use crate::task::errors::ErrorPolicy;
+use crate::task::exactly_once::{self, WorkerSupport};
 use crate::task::sink::{SinkRunner, Subscription};
-use crate::task::source::SourceRunner;
+use crate::task::source::{ExactlyOnce, SourceRunner};
 use crate::task::topic_creation::TopicCreator;
 use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
 use crate::transform::TransformChain;
@@ -478,6 +479,7 @@ impl StandaloneHerder {
         };
         Ok(match instance.create_task() {
             Task::Source(task) => Runner::Source(SourceRunner {
+                exactly_once: self.exactly_once(&config, id, &log)?,
                 id: id.clone(),
                 task,
                 ctx: SourceTaskContext {
@@ -526,6 +528,42 @@ impl StandaloneHerder {
                 })
             }
         })
+    }
+
+    fn exactly_once_check(&self) -> validate::ExactlyOnceCheck<'_> {
+        validate::ExactlyOnceCheck {
+            worker_enabled: self.worker.exactly_once_source == WorkerSupport::Enabled,
+            offsets_topic: &self.worker.offset_topic,
+        }
+    }
+
+    /// The transactional producer and boundary of a source task when the worker has
+    /// exactly-once source support enabled (distributed mode on Kafka; the binary refuses
+    /// `enabled` anywhere else).
+    fn exactly_once(
+        &self,
+        config: &Props,
+        id: &ConnectorTaskId,
+        log: &Arc<dyn Log>,
+    ) -> Result<Option<ExactlyOnce>, sluice_api::ConnectError> {
+        if self.worker.exactly_once_source != WorkerSupport::Enabled {
+            return Ok(None);
+        }
+        let group = self.worker.props.get("group.id").filter(|g| !g.trim().is_empty()).ok_or_else(|| {
+            sluice_api::ConnectError::config(exactly_once::WORKER_KEY, "exactly-once source support needs distributed mode (a group.id)")
+        })?;
+        let boundary = exactly_once::boundary(config, self.worker.offset_flush_interval)?;
+        let transactional_id = exactly_once::transactional_id(group, &id.connector, id.task);
+        let writer = log
+            .transactional(&transactional_id)
+            .map_err(|e| sluice_api::ConnectError::fatal_from("cannot create the task's transactional producer", e))?
+            .ok_or_else(|| {
+                sluice_api::ConnectError::config(
+                    exactly_once::WORKER_KEY,
+                    "exactly-once source support needs the Kafka log: the worker's log has no transactions",
+                )
+            })?;
+        Ok(Some(ExactlyOnce { writer, boundary }))
     }
 
     /// The log a task runs on: this worker's, or one whose Kafka clients carry the
@@ -1034,7 +1072,13 @@ impl Herder for StandaloneHerder {
             return Err(HerderError::BadRequest(format!("Connector name {name:?} must not contain control characters")));
         }
         config.insert("name".to_owned(), name.to_owned());
-        let (infos, plugin) = validate::validate(&self.plugins, &config, self.worker.override_policy, self.worker.topic_creation_enable)?;
+        let (infos, plugin) = validate::validate(
+            &self.plugins,
+            &config,
+            self.worker.override_policy,
+            self.worker.topic_creation_enable,
+            self.exactly_once_check(),
+        )?;
         if infos.error_count() > 0 {
             return Err(HerderError::BadRequest(invalid_message(&infos)));
         }
@@ -1313,7 +1357,13 @@ impl Herder for StandaloneHerder {
     }
 
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos> {
-        let (mut infos, plugin) = validate::validate(&self.plugins, props, self.worker.override_policy, self.worker.topic_creation_enable)?;
+        let (mut infos, plugin) = validate::validate(
+            &self.plugins,
+            props,
+            self.worker.override_policy,
+            self.worker.topic_creation_enable,
+            self.exactly_once_check(),
+        )?;
         let extra = (plugin.create)().validate_extra(props).await;
         for (key, error) in extra {
             match infos.configs.iter_mut().find(|(_, v)| v.name == key) {

@@ -6,6 +6,7 @@ use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConfigValue, ConnectorKind, C
 
 use super::{ConfigInfos, HerderError};
 use crate::plugins::Plugins;
+use crate::task::exactly_once;
 use crate::worker::overrides::{self, OffsetReset, OverridePolicy};
 
 pub const COMMON_GROUP: &str = "Common";
@@ -99,6 +100,50 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
             .default_value("")
             .group("Topic Creation", 1, "Topic Creation Groups"),
         );
+        def = def
+            .define(
+                common(
+                    exactly_once::SUPPORT_KEY,
+                    ConfigType::String,
+                    Importance::Medium,
+                    "Permitted values are requested, required. If set to \"required\", forces a preflight check for the connector to ensure that it can provide exactly-once semantics with the given configuration.",
+                )
+                .default_value("requested")
+                .validator(Validator::one_of(&["requested", "required"]))
+                .group("Exactly Once Support", 1, "Exactly once support"),
+            )
+            .define(
+                common(
+                    exactly_once::BOUNDARY_KEY,
+                    ConfigType::String,
+                    Importance::Medium,
+                    "Permitted values are: poll, interval, connector. If set to 'poll', a new producer transaction will be started and committed for every batch of records that each task from this connector provides to Connect. If set to 'interval', commits transactions only after a user-defined time interval has passed. 'connector' is refused: no connector here defines its own transaction boundaries.",
+                )
+                .default_value("poll")
+                .validator(Validator::one_of(&["poll", "interval", "connector"]))
+                .group("Exactly Once Support", 2, "Transaction Boundary"),
+            )
+            .define(
+                common(
+                    exactly_once::BOUNDARY_INTERVAL_KEY,
+                    ConfigType::Long,
+                    Importance::Low,
+                    "If 'transaction.boundary' is set to 'interval', determines the interval for producer transaction commits by connector tasks. If unset, defaults to the value of the worker-level 'offset.flush.interval.ms' property.",
+                )
+                .default_value("")
+                .validator(Validator::AtLeast(0))
+                .group("Exactly Once Support", 3, "Transaction boundary interval"),
+            )
+            .define(
+                common(
+                    exactly_once::OFFSETS_TOPIC_KEY,
+                    ConfigType::String,
+                    Importance::Low,
+                    "Connect's separate offsets topic for this connector: only the worker's offsets topic (or unset) is accepted.",
+                )
+                .default_value("")
+                .group("offsets.topic", 1, "Offsets topic"),
+            );
     }
     if kind == ConnectorKind::Sink {
         def = def
@@ -116,6 +161,15 @@ pub fn common_def(kind: ConnectorKind) -> ConfigDef {
     def
 }
 
+/// What the exactly-once checks of a source connector need from the worker.
+#[derive(Debug, Clone, Copy)]
+pub struct ExactlyOnceCheck<'a> {
+    /// `exactly.once.source.support=enabled`.
+    pub worker_enabled: bool,
+    /// The worker's `offset.storage.topic`.
+    pub offsets_topic: &'a str,
+}
+
 /// Full validation, as `PUT /connector-plugins/{class}/config/validate` answers it;
 /// `policy` is the worker's `connector.client.config.override.policy`.
 ///
@@ -127,6 +181,7 @@ pub fn validate(
     props: &Props,
     policy: OverridePolicy,
     topic_creation: bool,
+    exactly_once: ExactlyOnceCheck<'_>,
 ) -> Result<(ConfigInfos, ConnectorPlugin), HerderError> {
     let class = props
         .get("connector.class")
@@ -138,7 +193,8 @@ pub fn validate(
             plugins.connector_classes().join(", ")
         ))
     })?;
-    let own = (plugin.create)().config_def();
+    let connector = (plugin.create)();
+    let own = connector.config_def();
     let def = common_def(plugin.kind).merge(&own).merge(&crate::transform::enriched_config_def(props));
     let mut values = def.validate(props);
     let keyed = |values: &mut Vec<ConfigValue>, key: &str, msg: String| {
@@ -204,6 +260,10 @@ pub fn validate(
     let mut rule_errors: Vec<(String, String)> = crate::task::errors::dlq_replication_error(props).into_iter().collect();
     if plugin.kind == ConnectorKind::Source && topic_creation {
         rule_errors.extend(crate::task::topic_creation::validate(props));
+    }
+    if plugin.kind == ConnectorKind::Source {
+        let support = connector.exactly_once_support(props);
+        rule_errors.extend(exactly_once::validate(props, exactly_once.worker_enabled, support, exactly_once.offsets_topic));
     }
     for (key, error) in rule_errors {
         match values.iter_mut().find(|v| v.name == key) {

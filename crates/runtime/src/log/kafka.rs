@@ -5,6 +5,7 @@
 //!  read   ──▶ reader per partition (assign at offset, poll) ─────────────────────────────▶ records
 //!  offsets ─▶ ListOffsets (watermarks)          topics ─▶ admin client (CreateTopics, metadata, configs)
 //!  groups ──▶ a group.id consumer per group that never joins: OffsetCommit / OffsetFetch; DeleteGroups
+//!  transactional ─▶ a transactional producer per exactly-once source task (`transaction`)
 //! ```
 //!
 //! # Append
@@ -22,7 +23,12 @@
 //!
 //! One consumer per partition being read, assigned at the requested offset (no group, no
 //! auto commit, `auto.offset.reset=error` so a position below the start is reported as
-//! [`LogError::OffsetOutOfRange`]). Consecutive reads continue where the previous one
+//! [`LogError::OffsetOutOfRange`]). Data topics are read `read_uncommitted` unless the
+//! consumer settings (`consumer.isolation.level`, `consumer.override.isolation.level`) say
+//! otherwise, as Connect's sink consumers are; the worker's own topics
+//! ([`KafkaOptions::read_committed_topics`]) always `read_committed`. Transaction markers and
+//! aborted records take offsets no record is read at: a read that reaches them returns what
+//! it has (see `Reader::caught_up`). Consecutive reads continue where the previous one
 //! stopped; a read from inside the batch the previous read returned (a caller that took
 //! only part of it) is served from that batch; a read at any other offset re-assigns. At most `max_readers` readers are kept;
 //! the least recently used idle one is closed to make room. A read that finds nothing
@@ -36,7 +42,7 @@
 //! Transport failures, timeouts and leader changes are [`LogError::Unavailable`]
 //! (retriable); anything else the cluster refuses is [`LogError::Rejected`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,10 +59,11 @@ use sluice_api::{Props, TopicPartition};
 
 use super::{
     AckChain, AppendFuture, CleanupPolicy, ClientOverrides, Log, LogError, LogRecord, LogResult, NewTopic, PartitionDescription, Produce,
-    StoredRecord, TopicConfig, TopicDescription,
+    StoredRecord, TopicConfig, TopicDescription, Transactional,
 };
 
 pub mod settings;
+pub mod transaction;
 
 use settings::{ClientSettings, Setting};
 
@@ -88,6 +95,11 @@ pub struct KafkaOptions {
     pub request_timeout: Duration,
     /// Partition readers kept open at once.
     pub max_readers: usize,
+    /// Topics always read `read_committed` (the worker's own topics, which exactly-once
+    /// source tasks write in transactions). Other topics are read with the consumer
+    /// settings' `isolation.level`, `read_uncommitted` when unset (Kafka's and Connect's
+    /// default for sink consumers; librdkafka's own default is `read_committed`).
+    pub read_committed_topics: BTreeSet<String>,
 }
 
 impl KafkaOptions {
@@ -104,7 +116,13 @@ impl KafkaOptions {
             replication_factor: DEFAULT_REPLICATION_FACTOR,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_readers: DEFAULT_MAX_READERS,
+            read_committed_topics: BTreeSet::new(),
         })
+    }
+
+    /// The same, reading these topics `read_committed` whatever the consumer settings say.
+    pub fn with_read_committed_topics(self, topics: impl IntoIterator<Item = String>) -> Self {
+        Self { read_committed_topics: topics.into_iter().collect(), ..self }
     }
 }
 
@@ -180,7 +198,7 @@ impl KafkaLog {
             .create_with_context(ClientLog)
             .map_err(|e| config_error(&options.clients.admin, "admin client", e))?;
         // Fail on a bad consumer setting now rather than at the first read.
-        reader_config(&options)
+        reader_config(&options, "")
             .create_with_context::<_, Consumer_>(ClientLog)
             .map_err(|e| config_error(&options.clients.consumer, "consumer", e))?;
         let inner = Inner { options, producer, admin, readers: Mutex::new(HashMap::new()), groups: Mutex::new(HashMap::new()) };
@@ -215,8 +233,14 @@ fn client_config(settings: &BTreeMap<String, Setting>, defaults: &[(&str, &str)]
     c
 }
 
-fn reader_config(options: &KafkaOptions) -> ClientConfig {
-    let mut c = client_config(&options.clients.consumer, &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES)]);
+fn reader_config(options: &KafkaOptions, topic: &str) -> ClientConfig {
+    let mut c = client_config(
+        &options.clients.consumer,
+        &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES), ("isolation.level", "read_uncommitted")],
+    );
+    if options.read_committed_topics.contains(topic) {
+        c.set("isolation.level", "read_committed");
+    }
     // The runtime owns positions and commits: not overridable.
     c.set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -376,7 +400,7 @@ impl Inner {
                 readers.remove(&idle);
             }
         }
-        let consumer: Consumer_ = reader_config(&self.options)
+        let consumer: Consumer_ = reader_config(&self.options, &tp.topic)
             .create_with_context(ClientLog)
             .map_err(|e| config_error(&self.options.clients.consumer, "consumer", e))?;
         let reader = Arc::new(tokio::sync::Mutex::new(Reader { tp: tp.clone(), consumer, position: None, window: Vec::new() }));
@@ -406,6 +430,39 @@ impl Inner {
             retention_bytes: limit("retention.bytes"),
             replication_factor: None,
         })
+    }
+}
+
+impl Reader {
+    /// Whether nothing more can come before `end` (the high watermark) for this reader: the
+    /// offsets left hold transaction markers (which take an offset but reach no reader),
+    /// records of aborted transactions, or, for a `read_committed` reader, records of
+    /// transactions still open (past the last stable offset, which the reader's own
+    /// ListOffsets answers). librdkafka moves the position past markers and aborted
+    /// records as it polls them.
+    fn caught_up(&self, inner: &Inner, end: i64) -> bool {
+        if self.position_at(end) {
+            return true;
+        }
+        let Some(position) = self.consumer_position() else { return false };
+        match self.consumer.fetch_watermarks(&self.tp.topic, self.tp.partition, inner.options.request_timeout) {
+            Ok((_, stable)) => position >= stable,
+            Err(_) => false,
+        }
+    }
+
+    /// Whether librdkafka's position (past markers and aborted records it skipped) is at
+    /// `end` or beyond.
+    fn position_at(&self, end: i64) -> bool {
+        self.consumer_position().is_some_and(|p| p >= end)
+    }
+
+    fn consumer_position(&self) -> Option<i64> {
+        let positions = self.consumer.position().ok()?;
+        match positions.find_partition(&self.tp.topic, self.tp.partition)?.offset() {
+            Offset::Offset(p) => Some(p),
+            _ => None,
+        }
     }
 }
 
@@ -468,6 +525,7 @@ impl Reader {
         let mut out = Vec::new();
         let mut bytes = 0;
         let mut checked_end = false;
+        let mut end_seen = i64::MAX;
         loop {
             let now = Instant::now();
             let timeout = if !out.is_empty() {
@@ -530,11 +588,13 @@ impl Reader {
                         self.position = None;
                         return Err(LogError::OffsetOutOfRange { tp: self.tp.clone(), offset, start, end });
                     }
-                    if end <= offset {
+                    if end <= offset || self.caught_up(inner, end) {
                         return Ok(out);
                     }
+                    end_seen = end;
                     checked_end = true;
                 }
+                None if Instant::now() >= hard && self.caught_up(inner, i64::MAX) => return Ok(out),
                 None if Instant::now() >= hard => {
                     self.position = None;
                     return Err(timed_out(format!(
@@ -542,7 +602,11 @@ impl Reader {
                         self.tp, inner.options.request_timeout
                     )));
                 }
-                None => {}
+                None => {
+                    if checked_end && self.position_at(end_seen) {
+                        return Ok(out);
+                    }
+                }
             }
         }
     }
@@ -775,6 +839,10 @@ impl Log for KafkaLog {
         }
         let options = KafkaOptions { clients, ..self.inner.options.clone() };
         Ok(Some(Arc::new(KafkaLog::connect(options)?)))
+    }
+
+    fn transactional(&self, transactional_id: &str) -> LogResult<Option<Box<dyn Transactional>>> {
+        Ok(Some(Box::new(transaction::KafkaTransactional::new(&self.inner.options, transactional_id)?)))
     }
 
     async fn delete_group(&self, group: &str) -> LogResult<()> {

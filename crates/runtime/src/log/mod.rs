@@ -253,4 +253,36 @@ pub trait Log: Send + Sync + 'static {
         let _ = overrides;
         Ok(None)
     }
+
+    /// A transactional producer with `transactional_id` on this log's producer settings, for
+    /// one exactly-once source task. `None` when the log has no transactions (the embedded
+    /// log, a split log).
+    fn transactional(&self, transactional_id: &str) -> LogResult<Option<Box<dyn Transactional>>> {
+        let _ = transactional_id;
+        Ok(None)
+    }
+}
+
+/// A producer that writes in transactions (Kafka's transactional producer). Its records,
+/// whatever topics they go to, become visible to `read_committed` readers all at once when
+/// [`Transactional::commit`] succeeds, and never when the transaction aborts or the process
+/// dies first.
+#[async_trait]
+pub trait Transactional: Send + Sync {
+    /// Registers the transactional id once, before the first transaction: an older producer
+    /// with the same id is fenced (its later writes and commits fail) and its open
+    /// transaction is aborted.
+    async fn init(&self) -> LogResult<()>;
+
+    fn begin(&self) -> LogResult<()>;
+
+    /// Enqueues records in the open transaction, in order within each partition. A record
+    /// that cannot be delivered fails [`Transactional::commit`].
+    fn send(&self, records: &[Produce]) -> LogResult<()>;
+
+    /// Delivers everything sent and commits. On error the transaction is not committed; call
+    /// [`Transactional::abort`] (which may fail too when the producer was fenced).
+    async fn commit(&self) -> LogResult<()>;
+
+    async fn abort(&self) -> LogResult<()>;
 }

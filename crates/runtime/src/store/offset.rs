@@ -91,7 +91,15 @@ impl OffsetStore {
         if entries.is_empty() {
             return Ok(());
         }
-        let batch = entries
+        self.log.append(self.records(connector, entries)).await?;
+        self.apply(connector, entries);
+        Ok(())
+    }
+
+    /// The offsets-topic records of `entries`, for a writer that commits them with other
+    /// records in one transaction; once that commits, [`OffsetStore::apply`] them.
+    pub fn records(&self, connector: &str, entries: &[(SourcePartition, Option<SourceOffset>)]) -> Vec<crate::log::Produce> {
+        entries
             .iter()
             .map(|(partition, offset)| {
                 let key = json!([connector, partition]).to_string();
@@ -99,8 +107,11 @@ impl OffsetStore {
                 let value = offset.as_ref().map(|o| Json::Object(o.clone()));
                 super::produce(&self.topic, p, &key, value.as_ref())
             })
-            .collect();
-        self.log.append(batch).await?;
+            .collect()
+    }
+
+    /// Makes offsets that are durable in the topic visible.
+    pub fn apply(&self, connector: &str, entries: &[(SourcePartition, Option<SourceOffset>)]) {
         let mut data = self.data.write().expect("offsets lock");
         let entry = data.entry(connector.to_owned()).or_default();
         for (partition, offset) in entries {
@@ -109,6 +120,15 @@ impl OffsetStore {
                 None => entry.remove(&canonical(partition)),
             };
         }
+    }
+
+    /// Reads the topic to its end again and takes in what it holds for one connector (an
+    /// exactly-once task does so after fencing older instances of itself, whose last
+    /// commits may be newer than what this worker has read).
+    pub async fn reload_connector(&self, connector: &str) -> LogResult<()> {
+        let mut fresh = read_entries(self.log.as_ref(), &self.topic, self.partitions).await?;
+        let mine = fresh.remove(connector).unwrap_or_default();
+        self.data.write().expect("offsets lock").insert(connector.to_owned(), mine);
         Ok(())
     }
 }

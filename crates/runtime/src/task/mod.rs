@@ -5,12 +5,15 @@
 //!                                                          │ acked prefix per source partition
 //!                                          every offset.flush.interval.ms and on stop:
 //!                                          offsets topic (durable) ─▶ SourceTask::commit
+//! source, exactly once (Kafka, `exactly.once.source.support=enabled`):
+//!          poll ─▶ convert ─▶ transaction { records, offsets } ─▶ commit ─▶ SourceTask::commit
 //! sink:    log.read ─▶ convert ─▶ SinkTask::put ─▶ every offset.flush.interval.ms and on stop:
 //!          SinkTask::pre_commit ─▶ consumer-group offsets (durable)
 //! ```
 
 pub mod errant;
 pub mod errors;
+pub mod exactly_once;
 pub mod sink;
 pub mod source;
 pub mod topic_creation;

@@ -18,6 +18,18 @@
 //! acknowledged by the log, and the task hears of it only once that write is durable. A
 //! failed append fails the task before any later offset can be committed, so a restart
 //! re-reads from the last durable offset: at-least-once.
+//!
+//! ## Exactly once (`exactly.once.source.support=enabled`, Kafka)
+//! ```text
+//!  init transactions (fences older instances of this task) ─▶ re-read the connector's offsets
+//!  task.start
+//!  loop: records = task.poll()
+//!        begin (first batch of a transaction) ─▶ send(convert(transform(records)))
+//!        at the boundary (every batch, or every transaction.boundary.interval.ms):
+//!          send(offset records) ─▶ commit ─▶ offsets visible ─▶ task.commit(committed)
+//!  any failure: abort, fail the task; a restart resumes at the last committed offsets
+//! ```
+//! Records and offsets become visible together (to `read_committed` readers) or not at all.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -28,10 +40,11 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{ErrorPolicy, FailedRecord};
+use super::exactly_once::Boundary;
 use super::topic_creation::TopicCreator;
 use super::{Backoff, RecordConverters, Stage, StateReporter, TaskState};
 use crate::herder::{ConnectorTaskId, TargetState};
-use crate::log::{AppendFuture, Log, LogRecord, Produce};
+use crate::log::{AppendFuture, Log, LogRecord, Produce, Transactional};
 use crate::partitioner::partition_for_key;
 use crate::store::now_ms;
 use crate::store::offset::{canonical, OffsetStore};
@@ -63,6 +76,14 @@ pub struct SourceRunner {
     pub flush_timeout: Duration,
     pub target: watch::Receiver<TargetState>,
     pub state: StateReporter,
+    /// Set when records and offsets go in one transaction (exactly-once source support).
+    pub exactly_once: Option<ExactlyOnce>,
+}
+
+/// A task's transactional producer and when its transactions commit.
+pub struct ExactlyOnce {
+    pub writer: Box<dyn Transactional>,
+    pub boundary: Boundary,
 }
 
 struct InFlight {
@@ -79,6 +100,9 @@ impl SourceRunner {
     /// Runs until `shutdown` or a fatal error. Offsets acknowledged before either are
     /// committed (within `flush_timeout`) before this returns.
     pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
+        if let Some(eos) = self.exactly_once.take() {
+            return self.run_transactional(eos, shutdown).await;
+        }
         self.task.start(self.ctx.clone()).await?;
         let (tx, rx) = mpsc::channel::<InFlight>(MAX_IN_FLIGHT_BATCHES);
         let (committed_tx, mut committed_rx) = mpsc::unbounded_channel::<Committed>();
@@ -177,6 +201,115 @@ impl SourceRunner {
                 return Ok(());
             }
         }
+    }
+
+    /// The exactly-once loop (module docs). Returns after committing the open transaction on
+    /// `shutdown`; on any failure the open transaction is aborted and the error returned.
+    async fn run_transactional(mut self, eos: ExactlyOnce, shutdown: CancellationToken) -> ConnectResult<()> {
+        let writer = eos.writer;
+        writer.init().await.map_err(|e| ConnectError::fatal_from("cannot initialize the task's transactional producer", e))?;
+        self.offsets.reload_connector(&self.id.connector).await?;
+        self.task.start(self.ctx.clone()).await?;
+        let mut txn = Txn { open: None, offsets: BTreeMap::new() };
+        let result = self.transactional_loop(writer.as_ref(), eos.boundary, &mut txn, &shutdown).await;
+        let result = match result {
+            Ok(()) => self.commit_transaction(writer.as_ref(), &mut txn).await,
+            Err(e) => Err(e),
+        };
+        if result.is_err() && txn.open.is_some() {
+            if let Err(e) = writer.abort().await {
+                tracing::warn!(task = ?self.id, error = %e, "aborting the transaction failed; the next instance of the task aborts it");
+            }
+        }
+        if let Err(e) = self.task.stop().await {
+            tracing::warn!(task = ?self.id, error = %e, "source task stop failed");
+        }
+        result
+    }
+
+    async fn transactional_loop(
+        &mut self,
+        writer: &dyn Transactional,
+        boundary: Boundary,
+        txn: &mut Txn,
+        shutdown: &CancellationToken,
+    ) -> ConnectResult<()> {
+        let mut router = Router { creation: self.topic_creation.take(), ..Router::default() };
+        let mut backoff = Backoff::new();
+        loop {
+            if shutdown.is_cancelled() {
+                return Ok(());
+            }
+            if *self.target.borrow() != TargetState::Started {
+                // Nothing is left open while paused.
+                self.commit_transaction(writer, txn).await?;
+                self.state.report(TaskState::Paused);
+                tokio::select! {
+                    _ = self.target.changed() => {}
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+                continue;
+            }
+            let records = match self.task.poll().await {
+                Ok(r) => {
+                    backoff.reset();
+                    self.state.running();
+                    r
+                }
+                Err(e) if e.is_retriable() => {
+                    tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
+                    self.state.report(TaskState::Retrying(e.trace()));
+                    if !backoff.wait(shutdown).await {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if !records.is_empty() {
+                let (batch, offsets) = self.convert(&mut router, records).await?;
+                if txn.open.is_none() {
+                    writer.begin().map_err(|e| ConnectError::fatal_from("cannot begin a transaction", e))?;
+                    txn.open = Some(tokio::time::Instant::now());
+                }
+                writer.send(&batch).map_err(|e| ConnectError::fatal_from("cannot send source records in the transaction", e))?;
+                for (p, o) in offsets {
+                    txn.offsets.insert(canonical(&p), (p, o));
+                }
+            }
+            let due = match (boundary, txn.open) {
+                (_, None) => false,
+                (Boundary::Poll, Some(_)) => true,
+                (Boundary::Interval(every), Some(began)) => began.elapsed() >= every,
+            };
+            if due {
+                self.commit_transaction(writer, txn).await?;
+            }
+        }
+    }
+
+    /// Sends the open transaction's offsets, commits, and only then makes the offsets visible
+    /// and tells the task. Nothing to do when no transaction is open.
+    async fn commit_transaction(&mut self, writer: &dyn Transactional, txn: &mut Txn) -> ConnectResult<()> {
+        if txn.open.is_none() {
+            return Ok(());
+        }
+        let entries: Vec<(SourcePartition, Option<SourceOffset>)> =
+            txn.offsets.values().map(|(p, o)| (p.clone(), Some(o.clone()))).collect();
+        let fail = |e: crate::log::LogError| {
+            ConnectError::fatal_from(
+                "cannot commit the transaction of source records and offsets; they will be read again after a restart",
+                e,
+            )
+        };
+        writer.send(&self.offsets.records(&self.id.connector, &entries)).map_err(fail)?;
+        writer.commit().await.map_err(fail)?;
+        txn.open = None;
+        self.offsets.apply(&self.id.connector, &entries);
+        let committed: Committed = std::mem::take(&mut txn.offsets).into_values().collect();
+        self.notify_commit(&committed).await;
+        Ok(())
     }
 
     /// Converts a polled batch into log records, applying the error policy per record.
@@ -379,6 +512,14 @@ impl Router {
     }
 }
 
+/// The open transaction of an exactly-once task.
+struct Txn {
+    /// When it began; `None` when no transaction is open.
+    open: Option<tokio::time::Instant>,
+    /// Newest offset per source partition of the records sent in it.
+    offsets: BTreeMap<String, (SourcePartition, SourceOffset)>,
+}
+
 struct Committer {
     connector: String,
     store: Arc<OffsetStore>,
@@ -461,3 +602,7 @@ impl Committer {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod tests;

@@ -16,6 +16,7 @@
 //! | `task.shutdown.graceful.timeout.ms` | 5000 | per task, on stop and on shutdown |
 //! | `config.storage.topic`, `offset.storage.topic`, `status.storage.topic` | `connect-configs`, `connect-offsets`, `connect-status` | internal topics |
 //! | `config.providers` | unset | `file`, `directory`, `env` providers for `${provider:path:key}` |
+//! | `exactly.once.source.support` | `disabled` | `enabled`: source tasks write records and offsets in Kafka transactions (distributed mode only; `preparing` runs as `disabled`; see `crate::task::exactly_once`) |
 //! | `topic.creation.enable` | `true` | source connectors create their topics with their `topic.creation.*` groups (KIP-158, see `crate::task::topic_creation`) |
 //! | `plugin.path` | unset | accepted and ignored: every plugin is compiled in |
 //! | `data.dir` (ours) | `./sluice-data` | where the embedded log lives |
@@ -73,6 +74,7 @@ const KNOWN_KEYS: &[&str] = &[
     "log.fsync",
     "connector.client.config.override.policy",
     "topic.creation.enable",
+    "exactly.once.source.support",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
     "key.converter.",
@@ -116,6 +118,9 @@ pub struct WorkerConfig {
     pub override_policy: OverridePolicy,
     /// `topic.creation.enable`.
     pub topic_creation_enable: bool,
+    /// `exactly.once.source.support` (distributed mode on Kafka only; see
+    /// [`crate::task::exactly_once`]).
+    pub exactly_once_source: crate::task::exactly_once::WorkerSupport,
 }
 
 impl WorkerConfig {
@@ -173,7 +178,9 @@ impl WorkerConfig {
                 ))
             }
         };
+        let exactly_once_source = crate::task::exactly_once::WorkerSupport::from_worker_props(&props)?;
         Ok(Self {
+            exactly_once_source,
             topic_creation_enable,
             rest_host,
             rest_port,

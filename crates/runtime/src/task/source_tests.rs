@@ -1,0 +1,182 @@
+//! The exactly-once loop against a recording [`Transactional`], with no broker: what is
+//! sent in which transaction, and that offsets move only when a commit succeeds.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use serde_json::json;
+use sluice_api::{Headers, Props, Value};
+
+use super::*;
+use crate::log::embedded::{EmbeddedLog, EmbeddedOptions};
+use crate::log::LogResult;
+use crate::task::{ConverterSpec, StateReporter};
+
+#[derive(Default)]
+struct Recording {
+    events: Mutex<Vec<String>>,
+    fail_commit: AtomicBool,
+}
+
+struct Recorder(Arc<Recording>);
+
+impl Recorder {
+    fn push(&self, e: String) {
+        self.0.events.lock().unwrap().push(e);
+    }
+}
+
+#[async_trait]
+impl Transactional for Recorder {
+    async fn init(&self) -> LogResult<()> {
+        self.push("init".into());
+        Ok(())
+    }
+    fn begin(&self) -> LogResult<()> {
+        self.push("begin".into());
+        Ok(())
+    }
+    fn send(&self, records: &[Produce]) -> LogResult<()> {
+        let topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        self.push(format!("send {}", topics.join(",")));
+        Ok(())
+    }
+    async fn commit(&self) -> LogResult<()> {
+        if self.0.fail_commit.load(Ordering::SeqCst) {
+            self.push("commit failed".into());
+            return Err(crate::log::LogError::Invalid("fenced".into()));
+        }
+        self.push("commit".into());
+        Ok(())
+    }
+    async fn abort(&self) -> LogResult<()> {
+        self.push("abort".into());
+        Ok(())
+    }
+}
+
+/// Returns its batches, then stops the runner.
+struct Batches {
+    batches: VecDeque<Vec<i64>>,
+    done: CancellationToken,
+}
+
+#[async_trait]
+impl SourceTask for Batches {
+    async fn start(&mut self, _ctx: SourceTaskContext) -> ConnectResult<()> {
+        Ok(())
+    }
+    async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
+        let Some(batch) = self.batches.pop_front() else {
+            self.done.cancel();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            return Ok(Vec::new());
+        };
+        Ok(batch
+            .into_iter()
+            .map(|i| SourceRecord {
+                source_partition: [("p".to_owned(), json!(0))].into_iter().collect(),
+                source_offset: [("i".to_owned(), json!(i))].into_iter().collect(),
+                topic: "rows".into(),
+                partition: Some(0),
+                key_schema: None,
+                key: Value::Null,
+                value_schema: None,
+                value: Value::String(i.to_string()),
+                timestamp: Some(1),
+                headers: Headers::default(),
+            })
+            .collect())
+    }
+}
+
+/// A runner whose target state stays STARTED while the returned sender lives.
+async fn runner(
+    dir: &std::path::Path,
+    batches: Vec<Vec<i64>>,
+    boundary: Boundary,
+    rec: Arc<Recording>,
+) -> (SourceRunner, CancellationToken, watch::Sender<TargetState>) {
+    let log: Arc<dyn Log> = Arc::new(EmbeddedLog::open(dir, EmbeddedOptions::default()).unwrap());
+    let offsets = Arc::new(OffsetStore::open(log.clone(), "offsets", 1, -1).await.unwrap());
+    let status = Arc::new(StatusStore::open(log.clone(), "status", 1, -1).await.unwrap());
+    let done = CancellationToken::new();
+    let none = Props::new();
+    let spec = |k: &str, class: &str| ConverterSpec::resolve(&none, k, (class.to_owned(), Props::new()));
+    let converters = RecordConverters::build(
+        &spec("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+        &spec("value.converter", "org.apache.kafka.connect.storage.StringConverter"),
+        &spec("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter"),
+    )
+    .unwrap();
+    let (target_tx, target) = watch::channel(TargetState::Started);
+    let r = SourceRunner {
+        id: ConnectorTaskId { connector: "c".into(), task: 0 },
+        task: Box::new(Batches { batches: batches.into(), done: done.clone() }),
+        ctx: SourceTaskContext {
+            connector: "c".into(),
+            task_id: 0,
+            props: Props::new(),
+            offsets: Arc::new(crate::store::offset::ConnectorOffsets { store: offsets.clone(), connector: "c".into() }),
+            shutdown: CancellationToken::new(),
+        },
+        log,
+        transforms: TransformChain::from_connector_config(&none).unwrap(),
+        converters,
+        errors: ErrorPolicy::from_config(&none).unwrap(),
+        topic_creation: None,
+        offsets,
+        status,
+        flush_interval: Duration::from_secs(60),
+        flush_timeout: Duration::from_secs(5),
+        target,
+        state: StateReporter::new(|_| {}),
+        exactly_once: Some(ExactlyOnce { writer: Box::new(Recorder(rec)), boundary }),
+    };
+    (r, done, target_tx)
+}
+
+#[tokio::test]
+async fn poll_boundary_commits_each_batch_with_its_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recording::default());
+    let (r, done, _target) = runner(dir.path(), vec![vec![1, 2], vec![3]], Boundary::Poll, rec.clone()).await;
+    let offsets = r.offsets.clone();
+    r.run(done).await.unwrap();
+    let events = rec.events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        ["init", "begin", "send rows,rows", "send offsets", "commit", "begin", "send rows", "send offsets", "commit"],
+        "records and their offsets in one transaction per batch"
+    );
+    let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
+    assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(3));
+}
+
+#[tokio::test]
+async fn interval_boundary_spans_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recording::default());
+    let (r, done, _target) =
+        runner(dir.path(), vec![vec![1], vec![2], vec![3]], Boundary::Interval(Duration::from_secs(3600)), rec.clone()).await;
+    r.run(done).await.unwrap();
+    let events = rec.events.lock().unwrap().clone();
+    // One transaction, committed when the task stops.
+    assert_eq!(events, ["init", "begin", "send rows", "send rows", "send rows", "send offsets", "commit"]);
+}
+
+#[tokio::test]
+async fn a_failed_commit_aborts_and_moves_no_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recording::default());
+    rec.fail_commit.store(true, Ordering::SeqCst);
+    let (r, done, _target) = runner(dir.path(), vec![vec![1, 2]], Boundary::Poll, rec.clone()).await;
+    let offsets = r.offsets.clone();
+    let err = r.run(done).await.unwrap_err();
+    assert!(err.to_string().contains("cannot commit the transaction"), "{err}");
+    let events = rec.events.lock().unwrap().clone();
+    assert_eq!(events, ["init", "begin", "send rows,rows", "send offsets", "commit failed", "abort"]);
+    let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
+    assert_eq!(offsets.get("c", &p), None, "the offsets of an uncommitted transaction are not visible");
+}
