@@ -191,7 +191,7 @@ impl GroupMember {
         let s = &self.settings;
         let mut last = GroupError::NoBootstrap;
         for addr in &s.bootstrap {
-            let mut conn = match Connection::open(addr, &s.client_id, s.request_timeout()).await {
+            let mut conn = match Connection::open(addr, &s.client_id, s.request_timeout(), &s.security).await {
                 Ok(c) => c,
                 Err(e) => {
                     last = e;
@@ -207,7 +207,7 @@ impl GroupMember {
             if coordinator == conn.addr {
                 return Ok(conn);
             }
-            return Connection::open(&coordinator, &s.client_id, s.request_timeout()).await;
+            return Connection::open(&coordinator, &s.client_id, s.request_timeout(), &s.security).await;
         }
         Err(last)
     }

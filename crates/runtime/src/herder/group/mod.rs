@@ -20,20 +20,21 @@
 //! - [`cooperative`]: Connect's incremental cooperative assignment and its scheduled delay.
 //! - [`member`]: the join/sync/heartbeat/leave loop, driving a [`member::GroupWorker`].
 //!
-//! Plaintext TCP only for now: `security.protocol` other than PLAINTEXT is refused by
-//! [`GroupSettings::from_worker_props`].
+//! - [`security`]: TLS and SASL (PLAIN, SCRAM) with the worker's client security keys.
 
 pub mod assignor;
 mod connection;
 pub mod cooperative;
 pub mod member;
 pub mod protocol;
+pub mod security;
 pub mod worker;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use protocol::ConnectProtocol;
+use security::GroupSecurity;
 
 /// Connect's defaults for the worker keys of the same names.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_millis(10_000);
@@ -54,12 +55,14 @@ pub struct GroupSettings {
     pub protocol: ConnectProtocol,
     /// `scheduled.rebalance.max.delay.ms`.
     pub max_delay: Duration,
+    /// TLS and SASL from `security.protocol`, `ssl.*`, `sasl.*`.
+    pub security: GroupSecurity,
 }
 
 impl GroupSettings {
     /// From `bootstrap.servers`, `group.id`, `session.timeout.ms`, `heartbeat.interval.ms`,
-    /// `rebalance.timeout.ms`, `connect.protocol`, `scheduled.rebalance.max.delay.ms` (and
-    /// `client.id`).
+    /// `rebalance.timeout.ms`, `connect.protocol`, `scheduled.rebalance.max.delay.ms`,
+    /// `client.id` and the client security keys (`security.protocol`, `ssl.*`, `sasl.*`).
     pub fn from_worker_props(props: &BTreeMap<String, String>) -> Result<Self, String> {
         let get = |k: &str| props.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
         let bootstrap: Vec<String> = get("bootstrap.servers")
@@ -70,11 +73,15 @@ impl GroupSettings {
             .map(|s| s.rsplit_once("://").map_or(s, |(_, a)| a).to_owned())
             .collect();
         let group_id = get("group.id").ok_or("group.id is required for group membership")?.to_owned();
-        if let Some(p) = get("security.protocol") {
-            if !p.eq_ignore_ascii_case("PLAINTEXT") {
-                return Err(format!("security.protocol={p}: group membership speaks PLAINTEXT only for now; use a PLAINTEXT listener"));
-            }
-        }
+        // The worker's top-level client keys, as every other client reads them; `admin.*`
+        // and the like are not the membership client's.
+        let top_level: BTreeMap<String, String> = props
+            .iter()
+            .filter(|(k, _)| k.as_str() == "security.protocol" || k.starts_with("ssl.") || k.starts_with("sasl."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let clients = crate::log::kafka::settings::from_worker_props(&top_level).map_err(|e| e.to_string())?;
+        let security = GroupSecurity::from_settings(&clients.admin)?;
         let ms = |k: &str, default: Duration| -> Result<Duration, String> {
             match get(k) {
                 None => Ok(default),
@@ -101,6 +108,7 @@ impl GroupSettings {
                 .ok_or_else(|| format!("scheduled.rebalance.max.delay.ms must be between 0 and {} milliseconds, got {v:?}", i32::MAX))?,
         };
         let s = Self {
+            security,
             protocol,
             max_delay,
             bootstrap,
@@ -138,6 +146,10 @@ pub enum GroupError {
     NoBootstrap,
     #[error("cannot talk to {addr}: {source}")]
     Io { addr: String, source: std::io::Error },
+    #[error("TLS to {addr} failed: {message}")]
+    Tls { addr: String, message: String },
+    #[error("SASL authentication with {addr} failed: {message}")]
+    Authentication { addr: String, message: String },
     #[error("{what} to {addr} timed out")]
     Timeout { what: &'static str, addr: String },
     #[error("{what} failed: {error}")]
@@ -179,8 +191,21 @@ mod tests {
         let mut bad = props.clone();
         bad.insert("heartbeat.interval.ms".into(), "7000".into());
         assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("heartbeat.interval.ms"));
+        bad.remove("heartbeat.interval.ms");
         bad.insert("security.protocol".into(), "SASL_SSL".into());
-        assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("PLAINTEXT"));
+        bad.insert("sasl.mechanism".into(), "OAUTHBEARER".into());
+        assert!(GroupSettings::from_worker_props(&bad).unwrap_err().contains("sasl.mechanism=OAUTHBEARER"));
+        bad.insert("sasl.mechanism".into(), "SCRAM-SHA-256".into());
+        bad.insert(
+            "sasl.jaas.config".into(),
+            r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="w" password="s3cret";"#.into(),
+        );
+        bad.insert("ssl.endpoint.identification.algorithm".into(), "".into());
+        let s = GroupSettings::from_worker_props(&bad).unwrap();
+        let sasl = s.security.sasl.as_ref().unwrap();
+        assert_eq!((sasl.username.as_str(), sasl.password.expose()), ("w", "s3cret"), "sasl.jaas.config gives the credentials");
+        assert!(s.security.tls.is_some());
+        assert!(!format!("{s:?}").contains("s3cret"));
     }
 
     #[test]
