@@ -344,6 +344,9 @@ pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
 pub struct KafkaBroker {
     dir: PathBuf,
     pub bootstrap: String,
+    /// The client settings a secured broker needs (`security.protocol`, `ssl.ca.location`,
+    /// `sasl.mechanism`, `sasl.username`, `sasl.password`); empty for a plain one.
+    pub security: Vec<(String, String)>,
 }
 
 impl KafkaBroker {
@@ -357,16 +360,40 @@ impl KafkaBroker {
 
     /// A broker of this kind (`noida` or `tansu`, see tests/services/kafka.sh).
     pub fn start_kind(dir: &Path, kind: &str) -> KafkaBroker {
+        Self::start_with(dir, kind, "")
+    }
+
+    /// tansu behind kafka.sh's TLS/SASL proxy: `security` is `ssl`, `sasl_plaintext` or
+    /// `sasl_ssl` (see `KAFKA_SECURITY` in tests/services/kafka.sh: tansu itself serves
+    /// neither TLS nor SASL, so these tests check the clients' TLS and SASL against that
+    /// proxy, and the Kafka protocol behind it against tansu).
+    pub fn start_secured(dir: &Path, security: &str) -> KafkaBroker {
+        Self::start_with(dir, "tansu", security)
+    }
+
+    fn start_with(dir: &Path, kind: &str, security: &str) -> KafkaBroker {
         let port = free_port();
         let out = Command::new(Self::script())
             .arg("start")
             .arg(dir)
             .arg(port.to_string())
             .arg(kind)
+            .env("KAFKA_SECURITY", security)
             .output()
             .expect("run tests/services/kafka.sh");
         assert!(out.status.success(), "the test broker did not start:\n{}", String::from_utf8_lossy(&out.stderr));
-        KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}") }
+        let security = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        KafkaBroker { dir: dir.to_path_buf(), bootstrap: format!("127.0.0.1:{port}"), security }
+    }
+
+    /// One of [`KafkaBroker::security`]'s values.
+    pub fn security_setting(&self, key: &str) -> &str {
+        self.security.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_else(|| panic!("the broker printed no {key}"))
     }
 }
 

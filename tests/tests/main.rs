@@ -9,6 +9,7 @@ mod errors;
 mod exactly_once;
 mod kafka;
 mod kafka_overrides;
+mod kafka_security;
 mod pg_s3;
 mod pipeline;
 mod postgres;

@@ -74,13 +74,22 @@ async fn run(
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
     check_exactly_once(mode, &worker)?;
-    let (log, cluster_id) = open_log(mode, &worker).await?;
-
-    let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
     let group = match mode {
         Mode::Distributed => Some(GroupSettings::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid group settings: {e}"))?),
         Mode::Standalone => None,
     };
+    if let Some(settings) = &group {
+        // At most a few seconds: a broker that is down now is waited for by the member.
+        match tokio::time::timeout(std::time::Duration::from_secs(5), GroupMember::probe(settings)).await {
+            Ok(Ok(coordinator)) => tracing::debug!(%coordinator, "the group coordinator answers"),
+            Ok(Err(e)) if e.is_refusal() => bail!("group membership: {e}"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "the group coordinator cannot be reached yet; the worker keeps trying"),
+            Err(_) => tracing::warn!("the group coordinator did not answer within 5 s; the worker keeps trying"),
+        }
+    }
+    let (log, cluster_id) = open_log(mode, &worker).await?;
+
+    let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
     let member = group.map(GroupMember::new);
     let url = format!("http://{}/", worker.worker_id());
     let (herder, snapshot) = match &member {

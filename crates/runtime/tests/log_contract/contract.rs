@@ -16,7 +16,12 @@ fn now_ms() -> i64 {
 }
 
 fn record(key: Option<&str>, value: Option<&str>) -> LogRecord {
-    LogRecord { key: key.map(|k| k.as_bytes().to_vec()), value: value.map(|v| v.as_bytes().to_vec()), timestamp: now_ms(), headers: Vec::new() }
+    LogRecord {
+        key: key.map(|k| k.as_bytes().to_vec()),
+        value: value.map(|v| v.as_bytes().to_vec()),
+        timestamp: now_ms(),
+        headers: Vec::new(),
+    }
 }
 
 fn produce(topic: &str, partition: i32, value: &str) -> Produce {

@@ -187,6 +187,13 @@ impl GroupMember {
         }
     }
 
+    /// Opens a connection to the group's coordinator as a join does (TLS and SASL
+    /// included) and returns its address: a start-up check that names refused
+    /// certificates or credentials before the worker starts anything.
+    pub async fn probe(settings: &GroupSettings) -> Result<String, GroupError> {
+        GroupMember::new(settings.clone()).coordinator().await.map(|c| c.addr)
+    }
+
     async fn coordinator(&self) -> Result<Connection, GroupError> {
         let s = &self.settings;
         let mut last = GroupError::NoBootstrap;

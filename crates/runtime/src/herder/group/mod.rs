@@ -163,6 +163,12 @@ pub enum GroupError {
 }
 
 impl GroupError {
+    /// The broker refused this worker's certificate checks or credentials: retrying
+    /// with the same settings cannot help.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Self::Tls { .. } | Self::Authentication { .. })
+    }
+
     fn encode(e: impl std::fmt::Display) -> Self {
         Self::Encode(e.to_string())
     }

@@ -126,17 +126,26 @@ impl GroupSecurity {
                 Some("true") | None => match get("ssl.endpoint.identification.algorithm").map(str::to_ascii_lowercase).as_deref() {
                     None | Some("https") => Verify::Full,
                     Some("none") => Verify::ChainOnly,
-                    Some(other) => return Err(format!("{}={other}: expected https or none", origin("ssl.endpoint.identification.algorithm"))),
+                    Some(other) => {
+                        return Err(format!("{}={other}: expected https or none", origin("ssl.endpoint.identification.algorithm")))
+                    }
                 },
                 Some(other) => return Err(format!("{}={other}: expected true or false", origin("enable.ssl.certificate.verification"))),
             };
-            let cert = get("ssl.certificate.location").map(|p| Pem::File(p.into())).or_else(|| get("ssl.certificate.pem").map(|p| Pem::Inline(Secret::new(p))));
-            let key = get("ssl.key.location").map(|p| Pem::File(p.into())).or_else(|| get("ssl.key.pem").map(|p| Pem::Inline(Secret::new(p))));
+            let cert = get("ssl.certificate.location")
+                .map(|p| Pem::File(p.into()))
+                .or_else(|| get("ssl.certificate.pem").map(|p| Pem::Inline(Secret::new(p))));
+            let key =
+                get("ssl.key.location").map(|p| Pem::File(p.into())).or_else(|| get("ssl.key.pem").map(|p| Pem::Inline(Secret::new(p))));
             let client = match (cert, key) {
                 (Some(c), Some(k)) => Some((c, k)),
                 (None, None) => None,
-                (Some(_), None) => return Err(format!("{} is set but no private key (ssl.key.location)", origin("ssl.certificate.location"))),
-                (None, Some(_)) => return Err(format!("{} is set but no certificate (ssl.certificate.location)", origin("ssl.key.location"))),
+                (Some(_), None) => {
+                    return Err(format!("{} is set but no private key (ssl.key.location)", origin("ssl.certificate.location")))
+                }
+                (None, Some(_)) => {
+                    return Err(format!("{} is set but no certificate (ssl.certificate.location)", origin("ssl.key.location")))
+                }
             };
             out.tls = Some(TlsSettings { ca, verify, client });
         }
@@ -152,10 +161,12 @@ impl GroupSecurity {
                     ))
                 }
             };
-            let username = get("sasl.username").ok_or_else(|| format!("{protocol} with {} needs a user name (sasl.jaas.config or sasl.username)", mechanism.name()))?;
-            let password = settings.get("sasl.password").map(|s| s.value.clone()).ok_or_else(|| {
-                format!("{protocol} with {} needs a password (sasl.jaas.config or sasl.password)", mechanism.name())
-            })?;
+            let username = get("sasl.username")
+                .ok_or_else(|| format!("{protocol} with {} needs a user name (sasl.jaas.config or sasl.username)", mechanism.name()))?;
+            let password = settings
+                .get("sasl.password")
+                .map(|s| s.value.clone())
+                .ok_or_else(|| format!("{protocol} with {} needs a password (sasl.jaas.config or sasl.password)", mechanism.name()))?;
             out.sasl = Some(SaslSettings { mechanism, username: username.to_owned(), password: Secret::new(password) });
         }
         if let Some(tls) = &out.tls {
@@ -190,9 +201,8 @@ impl TlsSettings {
                 }
             }
         }
-        let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?;
+        let builder =
+            ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?;
         let builder = match self.verify {
             Verify::Full => builder.with_root_certificates(roots),
             Verify::ChainOnly | Verify::Nothing => {
@@ -252,11 +262,21 @@ impl ServerCertVerifier for Relaxed {
         }
     }
 
-    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, TlsError> {
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
         rustls::crypto::verify_tls12_signature(m, c, d, &self.provider.signature_verification_algorithms)
     }
 
-    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, TlsError> {
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
         rustls::crypto::verify_tls13_signature(m, c, d, &self.provider.signature_verification_algorithms)
     }
 
@@ -298,9 +318,8 @@ impl Scram {
 
     /// The client's final message for the server's first one.
     pub fn client_final(&mut self, server_first: &str) -> Result<String, String> {
-        let attr = |name: char| {
-            server_first.split(',').find_map(|a| a.strip_prefix(name).and_then(|v| v.strip_prefix('='))).map(str::to_owned)
-        };
+        let attr =
+            |name: char| server_first.split(',').find_map(|a| a.strip_prefix(name).and_then(|v| v.strip_prefix('='))).map(str::to_owned);
         if let Some(e) = attr('e') {
             return Err(format!("the broker refused the SCRAM exchange: {e}"));
         }
@@ -311,7 +330,8 @@ impl Scram {
         let salt = base64::engine::general_purpose::STANDARD
             .decode(attr('s').ok_or("the broker's SCRAM message has no salt")?)
             .map_err(|_| "the broker's SCRAM salt is not base64")?;
-        let iterations: u32 = attr('i').and_then(|i| i.parse().ok()).filter(|i| *i > 0).ok_or("the broker's SCRAM message has no iteration count")?;
+        let iterations: u32 =
+            attr('i').and_then(|i| i.parse().ok()).filter(|i| *i > 0).ok_or("the broker's SCRAM message has no iteration count")?;
         let salted = self.hi(&salt, iterations);
         let client_key = self.hmac(&salted, b"Client Key");
         let stored_key = self.hash(&client_key);
@@ -411,16 +431,31 @@ mod tests {
             ("sasl.password", "p"),
         ]))
         .unwrap();
-        assert_eq!(s.sasl.as_ref().map(|s| (s.mechanism, s.username.as_str(), s.password.expose())), Some((Mechanism::ScramSha512, "u", "p")));
+        assert_eq!(
+            s.sasl.as_ref().map(|s| (s.mechanism, s.username.as_str(), s.password.expose())),
+            Some((Mechanism::ScramSha512, "u", "p"))
+        );
         assert!(s.tls.is_none());
         assert!(!format!("{s:?}").contains("\"p\""), "the password stays out of Debug: {s:?}");
-        let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "SASL_PLAINTEXT"), ("sasl.username", "u"), ("sasl.password", "p")])).unwrap_err();
+        let err = GroupSecurity::from_settings(&settings(&[
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.username", "u"),
+            ("sasl.password", "p"),
+        ]))
+        .unwrap_err();
         assert!(err.contains("GSSAPI"), "{err}");
-        let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "SASL_SSL"), ("sasl.mechanism", "PLAIN"), ("sasl.password", "p")])).unwrap_err();
+        let err = GroupSecurity::from_settings(&settings(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.password", "p"),
+        ]))
+        .unwrap_err();
         assert!(err.contains("user name"), "{err}");
-        let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "SSL"), ("ssl.keystore.location", "/k.p12")])).unwrap_err();
+        let err =
+            GroupSecurity::from_settings(&settings(&[("security.protocol", "SSL"), ("ssl.keystore.location", "/k.p12")])).unwrap_err();
         assert!(err.contains("ssl.keystore.location"), "{err}");
-        let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "SSL"), ("ssl.ca.location", "/nonexistent/ca.pem")])).unwrap_err();
+        let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "SSL"), ("ssl.ca.location", "/nonexistent/ca.pem")]))
+            .unwrap_err();
         assert!(err.contains("ssl.ca.location") && err.contains("/nonexistent/ca.pem"), "{err}");
         let err = GroupSecurity::from_settings(&settings(&[("security.protocol", "TLS")])).unwrap_err();
         assert!(err.contains("security.protocol"), "{err}");
