@@ -25,7 +25,8 @@
 //! auto commit, `auto.offset.reset=error` so a position below the start is reported as
 //! [`LogError::OffsetOutOfRange`]). Data topics are read `read_uncommitted` unless the
 //! consumer settings (`consumer.isolation.level`, `consumer.override.isolation.level`) say
-//! otherwise, as Connect's sink consumers are; the worker's own topics
+//! otherwise, as Connect's sink consumers are — `read_committed` on a worker with
+//! `exactly.once.source.support=enabled` ([`KafkaOptions::default_isolation`]); the worker's own topics
 //! ([`KafkaOptions::read_committed_topics`]) always `read_committed`. Transaction markers and
 //! aborted records take offsets no record is read at: a read that reaches them returns what
 //! it has (see `Reader::caught_up`). Consecutive reads continue where the previous one
@@ -100,6 +101,11 @@ pub struct KafkaOptions {
     /// settings' `isolation.level`, `read_uncommitted` when unset (Kafka's and Connect's
     /// default for sink consumers; librdkafka's own default is `read_committed`).
     pub read_committed_topics: BTreeSet<String>,
+    /// `isolation.level` of readers whose consumer settings do not set one:
+    /// `read_uncommitted` (Connect's sink consumers), or `read_committed` on a worker with
+    /// `exactly.once.source.support=enabled`, whose sinks then see only what its
+    /// exactly-once sources committed.
+    pub default_isolation: &'static str,
 }
 
 impl KafkaOptions {
@@ -117,6 +123,10 @@ impl KafkaOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_readers: DEFAULT_MAX_READERS,
             read_committed_topics: BTreeSet::new(),
+            default_isolation: match props.get("exactly.once.source.support").map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+                Some("enabled") => "read_committed",
+                _ => "read_uncommitted",
+            },
         })
     }
 
@@ -236,7 +246,7 @@ fn client_config(settings: &BTreeMap<String, Setting>, defaults: &[(&str, &str)]
 fn reader_config(options: &KafkaOptions, topic: &str) -> ClientConfig {
     let mut c = client_config(
         &options.clients.consumer,
-        &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES), ("isolation.level", "read_uncommitted")],
+        &[("queued.max.messages.kbytes", READER_QUEUE_KBYTES), ("isolation.level", options.default_isolation)],
     );
     if options.read_committed_topics.contains(topic) {
         c.set("isolation.level", "read_committed");
