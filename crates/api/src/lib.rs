@@ -18,6 +18,8 @@ pub mod record;
 pub mod schema;
 pub mod secret;
 pub mod text;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod value;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, ConfigValue, Importance, ParsedConfig, Props, Validator};

@@ -27,11 +27,12 @@ mod refusal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::ServerCertVerifier;
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore, SignatureScheme};
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
+use sluice_api::tls::RelaxedVerifier;
 
 pub use client_cert::ClientCert;
 pub use refusal::{find_refusal, CertificateRefused, ExplainingConnect};
@@ -212,7 +213,8 @@ impl PgTls {
         };
         let check_chain = matches!(self.mode, SslMode::VerifyCa | SslMode::VerifyFull) || self.root_cert.is_some();
         if !check_chain {
-            return finish(builder.dangerous().with_custom_certificate_verifier(Arc::new(Unchecked(provider))));
+            // `require` without a root certificate: encrypted, the certificate not checked (libpq's behaviour).
+            return finish(builder.dangerous().with_custom_certificate_verifier(RelaxedVerifier::unchecked(provider)));
         }
         let mut roots = RootCertStore::empty();
         match &self.root_cert {
@@ -227,95 +229,13 @@ impl PgTls {
             }
             None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
         }
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
             .build()
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
-        let verifier: Arc<dyn ServerCertVerifier> = if self.mode == SslMode::VerifyFull { webpki } else { Arc::new(ChainOnly(webpki)) };
+        // `verify-ca`: the chain must lead to a trusted root; the name is not compared.
+        let verifier: Arc<dyn ServerCertVerifier> =
+            if self.mode == SslMode::VerifyFull { webpki } else { RelaxedVerifier::chain_only(webpki, provider) };
         finish(builder.dangerous().with_custom_certificate_verifier(verifier))
-    }
-}
-
-/// `require` without a root certificate: encrypted, the certificate not checked (libpq's
-/// behaviour); handshake signatures are still verified.
-#[derive(Debug)]
-struct Unchecked(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain must lead to a trusted root; the name is not compared.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-            Err(TlsError::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => {
-                Ok(ServerCertVerified::assertion())
-            }
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls12_signature(m, c, d)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls13_signature(m, c, d)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
     }
 }
 

@@ -21,11 +21,11 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use hmac::{KeyInit, Mac};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore};
+use sluice_api::tls::RelaxedVerifier;
 use sluice_api::Secret;
 
 use crate::log::kafka::settings::Setting;
@@ -205,11 +205,12 @@ impl TlsSettings {
             ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| format!("TLS: {e}"))?;
         let builder = match self.verify {
             Verify::Full => builder.with_root_certificates(roots),
-            Verify::ChainOnly | Verify::Nothing => {
+            Verify::Nothing => builder.dangerous().with_custom_certificate_verifier(RelaxedVerifier::unchecked(provider)),
+            Verify::ChainOnly => {
                 let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                     .build()
                     .map_err(|e| format!("ssl.ca.location: {e}"))?;
-                builder.dangerous().with_custom_certificate_verifier(Arc::new(Relaxed { webpki, verify: self.verify, provider }))
+                builder.dangerous().with_custom_certificate_verifier(RelaxedVerifier::chain_only(webpki, provider))
             }
         };
         let config = match &self.client {
@@ -232,57 +233,6 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(host.to_owned()).map_err(|e| format!("{host} is not a host name TLS can check: {e}"))
-}
-
-/// Chain-only or no verification; handshake signatures are verified either way.
-#[derive(Debug)]
-struct Relaxed {
-    webpki: Arc<WebPkiServerVerifier>,
-    verify: Verify,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Relaxed {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        if self.verify == Verify::Nothing {
-            return Ok(ServerCertVerified::assertion());
-        }
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-            Err(TlsError::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => {
-                Ok(ServerCertVerified::assertion())
-            }
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// The client side of one SCRAM exchange (RFC 5802; Kafka sends no channel binding).
