@@ -143,6 +143,24 @@ impl SourceRunner {
         }
     }
 
+    /// One `poll`: its records; none after a retriable failure (reported, then waited out
+    /// with `backoff`); `None` when shutdown came during that wait.
+    async fn poll_once(&mut self, backoff: &mut Backoff, shutdown: &CancellationToken) -> ConnectResult<Option<Vec<SourceRecord>>> {
+        match self.task.poll().await {
+            Ok(r) => {
+                backoff.reset();
+                self.state.running();
+                Ok(Some(r))
+            }
+            Err(e) if e.is_retriable() => {
+                tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
+                self.state.report(TaskState::Retrying(e.trace()));
+                Ok(backoff.wait(shutdown).await.then(Vec::new))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     async fn poll_loop(
         &mut self,
         tx: &mpsc::Sender<InFlight>,
@@ -170,22 +188,7 @@ impl SourceRunner {
                 }
                 continue;
             }
-            let records = match self.task.poll().await {
-                Ok(r) => {
-                    backoff.reset();
-                    self.state.running();
-                    r
-                }
-                Err(e) if e.is_retriable() => {
-                    tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
-                    self.state.report(TaskState::Retrying(e.trace()));
-                    if !backoff.wait(shutdown).await {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+            let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
             if records.is_empty() {
                 continue;
             }
@@ -251,22 +254,7 @@ impl SourceRunner {
                 }
                 continue;
             }
-            let records = match self.task.poll().await {
-                Ok(r) => {
-                    backoff.reset();
-                    self.state.running();
-                    r
-                }
-                Err(e) if e.is_retriable() => {
-                    tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
-                    self.state.report(TaskState::Retrying(e.trace()));
-                    if !backoff.wait(shutdown).await {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+            let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
             if !records.is_empty() {
                 let (batch, offsets) = self.convert(&mut router, records).await?;
                 if txn.open.is_none() {
