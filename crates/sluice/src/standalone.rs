@@ -74,6 +74,7 @@ async fn run(
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
     check_exactly_once(mode, &worker)?;
+    check_distributed_keys(mode, &worker)?;
     let group = match mode {
         Mode::Distributed => Some(GroupSettings::from_worker_props(&worker.props).map_err(|e| anyhow!("invalid group settings: {e}"))?),
         Mode::Standalone => None,
@@ -158,6 +159,19 @@ fn check_exactly_once(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Distributed mode needs the keys `connect-distributed` requires.
+fn check_distributed_keys(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<()> {
+    if mode != Mode::Distributed {
+        return Ok(());
+    }
+    let missing: Vec<&str> =
+        DISTRIBUTED_REQUIRED.iter().copied().filter(|k| worker.props.get(*k).is_none_or(|v| v.trim().is_empty())).collect();
+    if !missing.is_empty() {
+        bail!("distributed mode needs {} in the worker properties (as connect-distributed does)", missing.join(", "));
+    }
+    Ok(())
+}
+
 /// The log the herder runs on, and the cluster id REST shows.
 async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn Log>, String)> {
     let kafka = || -> anyhow::Result<KafkaLog> {
@@ -167,11 +181,6 @@ async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn 
         KafkaLog::connect(options).map_err(|e| anyhow!("cannot create the Kafka clients: {e}"))
     };
     if mode == Mode::Distributed {
-        let missing: Vec<&str> =
-            DISTRIBUTED_REQUIRED.iter().copied().filter(|k| worker.props.get(*k).is_none_or(|v| v.trim().is_empty())).collect();
-        if !missing.is_empty() {
-            bail!("distributed mode needs {} in the worker properties (as connect-distributed does)", missing.join(", "));
-        }
         let kafka = kafka()?;
         let id = kafka.cluster_id().await.unwrap_or_else(|| "unknown".to_owned());
         tracing::info!(cluster_id = %id, config.storage.topic = %worker.config_topic, offset.storage.topic = %worker.offset_topic, status.storage.topic = %worker.status_topic, "every topic, including the worker's state, lives in Kafka");

@@ -226,8 +226,11 @@ pub struct JsonConverter {
     /// The JSON bytes and translation of the last envelope schema read. Records of a topic
     /// nearly always repeat the previous record's schema: comparing bytes with it skips
     /// parsing (and hashing) the schema part, usually most of the record.
-    last_read: Mutex<Option<(Arc<[u8]>, Option<SchemaRef>)>>,
+    last_read: Mutex<Option<LastRead>>,
 }
+
+/// A schema's JSON bytes and their translation (`None`: a schemaless envelope).
+type LastRead = (Arc<[u8]>, Option<SchemaRef>);
 
 impl JsonConverter {
     pub fn new(config: JsonConverterConfig) -> Self {

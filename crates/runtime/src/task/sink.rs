@@ -340,8 +340,7 @@ impl Reader {
                 Ok(mut batch) => {
                     // Keep reading this partition while it has records at hand and the put
                     // has room.
-                    loop {
-                        let Some(last) = batch.last().map(|r| r.offset) else { break };
+                    while let Some(last) = batch.last().map(|r| r.offset) {
                         bytes += batch.iter().map(|r| stored_size(&r.record)).sum::<usize>();
                         out.extend(batch.into_iter().map(|r| (tp.clone(), r)));
                         if out.len() >= MAX_RECORDS_PER_PUT || bytes >= self.max_put_bytes {
