@@ -16,8 +16,8 @@
 //!          streaming goes on, with its progress in every offset
 //! column.rs: message keys, column mappers and the column filter, for snapshot and stream
 //! mapping.rs: types as Connect schemas and values under the handling modes (decimal, time
-//!   precision, binary, interval (interval.rs), hstore, money digits); toast.rs: unchanged
-//!   TOASTed columns as `unavailable.value.placeholder`
+//!   precision, binary, interval (interval.rs), hstore, money digits), geometry.rs (points
+//!   and WKB); toast.rs: unchanged TOASTed columns as `unavailable.value.placeholder`
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
 //!
@@ -67,6 +67,7 @@ mod config;
 mod connector;
 mod decode;
 mod envelope;
+mod geometry;
 mod heartbeat;
 mod incremental;
 mod interval;
