@@ -34,6 +34,11 @@ pub const SNAPSHOT_MODE: &str = "snapshot.mode";
 pub const SNAPSHOT_FETCH_SIZE: &str = "snapshot.fetch.size";
 pub const DECIMAL_HANDLING_MODE: &str = "decimal.handling.mode";
 pub const TIME_PRECISION_MODE: &str = "time.precision.mode";
+pub const BINARY_HANDLING_MODE: &str = "binary.handling.mode";
+pub const INTERVAL_HANDLING_MODE: &str = "interval.handling.mode";
+pub const HSTORE_HANDLING_MODE: &str = "hstore.handling.mode";
+pub const MONEY_FRACTION_DIGITS: &str = "money.fraction.digits";
+pub const UNAVAILABLE_VALUE_PLACEHOLDER: &str = "unavailable.value.placeholder";
 pub const TOMBSTONES_ON_DELETE: &str = "tombstones.on.delete";
 pub const SKIPPED_OPERATIONS: &str = "skipped.operations";
 pub const MAX_BATCH_SIZE: &str = "max.batch.size";
@@ -66,6 +71,9 @@ pub const DEFAULT_MAX_QUEUE_SIZE: &str = "8192";
 pub const DEFAULT_POLL_INTERVAL_MS: &str = "500";
 pub const DEFAULT_STATUS_UPDATE_INTERVAL_MS: &str = "10000";
 pub const DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "1024";
+pub const DEFAULT_MONEY_FRACTION_DIGITS: &str = "2";
+/// Debezium's placeholder for an unchanged TOASTed value that pgoutput did not send.
+pub const DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER: &str = "__debezium_unavailable_value";
 
 /// Debezium keys this version does not implement. Setting one is a configuration error
 /// that names it, instead of a silent difference in behaviour.
@@ -77,11 +85,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "column.propagate.source.type",
     "datatype.propagate.source.type",
     "include.unknown.datatypes",
-    "hstore.handling.mode",
-    "interval.handling.mode",
-    "binary.handling.mode",
-    "money.fraction.digits",
-    "unavailable.value.placeholder",
     "schema.name.adjustment.mode",
     "field.name.adjustment.mode",
     "sanitize.field.names",
@@ -144,6 +147,37 @@ pub enum TimeMode {
     Adaptive,
     AdaptiveTimeMicroseconds,
     Connect,
+}
+
+/// `binary.handling.mode`: how bytea values (also in arrays) are carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryMode {
+    /// Connect BYTES.
+    Bytes,
+    /// A STRING, base64 with padding (Java's `Base64.getEncoder()`).
+    Base64,
+    /// A STRING, base64 with the URL-safe alphabet and padding (`Base64.getUrlEncoder()`).
+    Base64UrlSafe,
+    /// A STRING, lowercase hex without prefix.
+    Hex,
+}
+
+/// `interval.handling.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalMode {
+    /// `io.debezium.time.MicroDuration`: approximate microseconds.
+    Numeric,
+    /// `io.debezium.time.Interval`: `P<y>Y<m>M<d>DT<h>H<m>M<s>S`.
+    String,
+}
+
+/// `hstore.handling.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HstoreMode {
+    /// `io.debezium.data.Json`: a JSON object of strings.
+    Json,
+    /// A Connect MAP of string to optional string.
+    Map,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +268,30 @@ pub fn def() -> ConfigDef {
                 .default_value("adaptive")
                 .validator(Validator::one_of(&["adaptive", "adaptive_time_microseconds", "connect"])),
         )
+        .define(
+            ConfigKey::new(BINARY_HANDLING_MODE, ConfigType::String, Importance::Low, "How bytea columns (also bytea[]) are represented: bytes, base64, base64-url-safe or hex (the last three as strings).")
+                .default_value("bytes")
+                .validator(Validator::one_of(&["bytes", "base64", "base64-url-safe", "hex"])),
+        )
+        .define(
+            ConfigKey::new(INTERVAL_HANDLING_MODE, ConfigType::String, Importance::Low, "How interval columns are represented: numeric (approximate microseconds) or string (ISO 8601, P<years>Y<months>M<days>DT<hours>H<minutes>M<seconds>S).")
+                .default_value("numeric")
+                .validator(Validator::one_of(&["numeric", "string"])),
+        )
+        .define(
+            ConfigKey::new(HSTORE_HANDLING_MODE, ConfigType::String, Importance::Low, "How hstore columns are represented: json (a JSON object as a string) or map (a map of string to optional string).")
+                .default_value("json")
+                .validator(Validator::one_of(&["json", "map"])),
+        )
+        .define(
+            ConfigKey::new(MONEY_FRACTION_DIGITS, ConfigType::Short, Importance::Low, "Digits after the decimal point of money values when decimal.handling.mode=precise (rounded half up).")
+                .default_value(DEFAULT_MONEY_FRACTION_DIGITS)
+                .validator(Validator::AtLeast(0)),
+        )
+        .define(
+            ConfigKey::new(UNAVAILABLE_VALUE_PLACEHOLDER, ConfigType::String, Importance::Medium, "The value standing for an unchanged TOASTed column that the database did not send; with the prefix hex: the rest is hexadecimal octets.")
+                .default_value(DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER),
+        )
         .define(ConfigKey::new(TOMBSTONES_ON_DELETE, ConfigType::Boolean, Importance::Medium, "Emit a tombstone (null value) after each delete event.").default_value("true"))
         .define(ConfigKey::new(SKIPPED_OPERATIONS, ConfigType::List, Importance::Low, "Operations not to emit: c, u, d, t, or none.").default_value("t"))
         .define(ConfigKey::new(MAX_BATCH_SIZE, ConfigType::Int, Importance::Medium, "Most records returned by one poll.").default_value(DEFAULT_MAX_BATCH_SIZE).validator(Validator::AtLeast(1)))
@@ -317,6 +375,13 @@ pub struct PostgresConfig {
     pub snapshot_fetch_size: usize,
     pub decimal_mode: DecimalMode,
     pub time_mode: TimeMode,
+    pub binary_mode: BinaryMode,
+    pub interval_mode: IntervalMode,
+    pub hstore_mode: HstoreMode,
+    /// `money.fraction.digits`: the scale of money under `decimal.handling.mode=precise`.
+    pub money_fraction_digits: i32,
+    /// `unavailable.value.placeholder` as octets (`hex:` decoded, else the UTF-8 bytes).
+    pub unavailable_placeholder: Vec<u8>,
     pub tombstones_on_delete: bool,
     pub skipped: Vec<char>,
     pub max_batch_size: usize,
@@ -458,6 +523,23 @@ impl PostgresConfig {
                 "connect" => TimeMode::Connect,
                 _ => TimeMode::Adaptive,
             },
+            binary_mode: match lower(BINARY_HANDLING_MODE).as_str() {
+                "base64" => BinaryMode::Base64,
+                "base64-url-safe" => BinaryMode::Base64UrlSafe,
+                "hex" => BinaryMode::Hex,
+                _ => BinaryMode::Bytes,
+            },
+            interval_mode: match lower(INTERVAL_HANDLING_MODE).as_str() {
+                "string" => IntervalMode::String,
+                _ => IntervalMode::Numeric,
+            },
+            hstore_mode: match lower(HSTORE_HANDLING_MODE).as_str() {
+                "map" => HstoreMode::Map,
+                _ => HstoreMode::Json,
+            },
+            money_fraction_digits: c.int(MONEY_FRACTION_DIGITS) as i32,
+            unavailable_placeholder: placeholder_octets(&c.string(UNAVAILABLE_VALUE_PLACEHOLDER).unwrap_or_default())
+                .map_err(|e| ConnectError::config(UNAVAILABLE_VALUE_PLACEHOLDER, e))?,
             tombstones_on_delete: c.boolean(TOMBSTONES_ON_DELETE),
             skipped,
             max_batch_size: c.int(MAX_BATCH_SIZE) as usize,
@@ -494,6 +576,16 @@ impl PostgresConfig {
             .connect_timeout(std::time::Duration::from_secs(10));
         c
     }
+}
+
+/// Debezium's reading of `unavailable.value.placeholder`: after a `hex:` prefix, hexadecimal
+/// octets; otherwise the string's UTF-8 bytes.
+fn placeholder_octets(raw: &str) -> Result<Vec<u8>, String> {
+    let Some(hex) = raw.strip_prefix("hex:") else { return Ok(raw.as_bytes().to_vec()) };
+    if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{raw:?} is not hexadecimal octets after hex:; use an even number of the digits 0-9 and a-f"));
+    }
+    Ok((0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("checked hex digits")).collect())
 }
 
 /// Which tables are captured: Debezium's include/exclude lists of regular expressions,
@@ -619,6 +711,37 @@ mod tests {
         assert!(err.contains("incremental.snapshot.chunk.size"), "{err}");
         let err = PostgresConfig::parse(&props(&[("topic.prefix", "")])).unwrap_err().to_string();
         assert!(err.contains("topic.prefix"), "{err}");
+    }
+
+    #[test]
+    fn handling_modes_parse_and_name_bad_values() {
+        let c = PostgresConfig::parse(&props(&[])).unwrap();
+        assert_eq!((c.binary_mode, c.interval_mode, c.hstore_mode), (BinaryMode::Bytes, IntervalMode::Numeric, HstoreMode::Json));
+        assert_eq!((c.money_fraction_digits, c.unavailable_placeholder.as_slice()), (2, b"__debezium_unavailable_value".as_slice()));
+        let c = PostgresConfig::parse(&props(&[
+            ("binary.handling.mode", "base64-url-safe"),
+            ("interval.handling.mode", "STRING"),
+            ("hstore.handling.mode", "map"),
+            ("money.fraction.digits", "4"),
+            ("unavailable.value.placeholder", "hex:00fF7e"),
+        ]))
+        .unwrap();
+        assert_eq!((c.binary_mode, c.interval_mode, c.hstore_mode), (BinaryMode::Base64UrlSafe, IntervalMode::String, HstoreMode::Map));
+        assert_eq!((c.money_fraction_digits, c.unavailable_placeholder), (4, vec![0x00, 0xff, 0x7e]));
+        for (key, bad) in [
+            ("binary.handling.mode", "base32"),
+            ("interval.handling.mode", "iso"),
+            ("hstore.handling.mode", "text"),
+            ("money.fraction.digits", "-1"),
+            ("money.fraction.digits", "two"),
+            ("unavailable.value.placeholder", "hex:abc"),
+            ("unavailable.value.placeholder", "hex:zz"),
+        ] {
+            let err = PostgresConfig::parse(&props(&[(key, bad)])).unwrap_err();
+            assert!(matches!(&err, ConnectError::Config { key: k, .. } if k == key), "{key}={bad}: {err}");
+        }
+        let err = PostgresConfig::parse(&props(&[("binary.handling.mode", "base32")])).unwrap_err().to_string();
+        assert!(err.contains("base64-url-safe"), "the error lists the choices: {err}");
     }
 
     #[test]

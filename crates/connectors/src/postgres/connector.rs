@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sluice_api::{ConfigDef, ConnectResult, Connector, ConnectorContext, Props, Task};
+use sluice_api::{ConfigDef, ConnectError, ConnectResult, Connector, ConnectorContext, Props, Task};
 
 use super::catalog;
 use super::config::{self, PostgresConfig};
@@ -37,14 +37,25 @@ impl Connector for PostgresConnector {
         Task::Source(Box::<PostgresSourceTask>::default())
     }
 
-    /// Rejected keys, then a connection to the database: wrong password, missing database
+    /// Rejected keys, then the typed checks, then a connection to the database: wrong password, missing database
     /// and include-list entries that match no table are reported against their key.
     async fn validate_extra(&self, props: &Props) -> Vec<(String, String)> {
         let mut out = config::unsupported(props);
         if !out.is_empty() {
             return out;
         }
-        let Ok(cfg) = PostgresConfig::parse(props) else { return out };
+        if config::def().parse(props).is_err() {
+            return out; // each key's definition reports its own error
+        }
+        // Typed checks beyond the definitions (e.g. unavailable.value.placeholder's hex:).
+        let cfg = match PostgresConfig::parse(props) {
+            Ok(cfg) => cfg,
+            Err(ConnectError::Config { key, message }) => {
+                out.push((key, message));
+                return out;
+            }
+            Err(_) => return out,
+        };
         let client = match catalog::connect(&cfg).await {
             Ok(c) => c,
             Err((key, e)) => {

@@ -106,7 +106,15 @@ pub struct TableSchema {
 impl TableSchema {
     /// `rules` decide the message key: the columns `message.key.columns` names for this
     /// table, else its primary key.
-    pub fn new(prefix: &str, db: &str, id: TableId, specs: Vec<ColumnSpec>, modes: Modes, source: &SchemaRef, rules: &ColumnRules) -> Self {
+    pub fn new(
+        prefix: &str,
+        db: &str,
+        id: TableId,
+        specs: Vec<ColumnSpec>,
+        modes: &Modes,
+        source: &SchemaRef,
+        rules: &ColumnRules,
+    ) -> Self {
         let base = format!("{prefix}.{}.{}", id.schema, id.table);
         let custom_key = rules.key_columns.for_table(&id, specs.iter().map(|s| s.ty.as_ref().map(|_| s.name.as_str())));
         let mut pk: Vec<(usize, usize)> = Vec::new();
@@ -165,7 +173,7 @@ impl TableSchema {
             Value::Null,
             Value::Null,
         ];
-        Self { topic: base, id, columns, key_fields, source_template, key_schema, value_schema, envelope_schema, modes }
+        Self { topic: base, id, columns, key_fields, source_template, key_schema, value_schema, envelope_schema, modes: modes.clone() }
     }
 
     pub fn has_key(&self) -> bool {
@@ -190,9 +198,9 @@ impl TableSchema {
                 // only the key: the other required columns get Debezium's fallback value.
                 Datum::Null if !col.optional => fallback(&col.schema),
                 Datum::Null => Value::Null,
-                Datum::UnchangedToast => mapping::unavailable(&col.ty, self.modes),
+                Datum::UnchangedToast => super::toast::unavailable(&col.ty, &self.modes),
                 Datum::Text(t) => {
-                    let v = mapping::value(&col.ty, self.modes, t)
+                    let v = mapping::value(&col.ty, &self.modes, t)
                         .map_err(|e| ConnectError::fatal(format!("{}.{}: {e}", self.id, col.name)))?;
                     with_field_schema(v, &col.schema)
                 }
@@ -314,6 +322,8 @@ fn fallback(schema: &Schema) -> Value {
         SchemaType::Float32 => Value::Float32(0.0),
         SchemaType::Float64 => Value::Float64(0.0),
         SchemaType::Boolean => Value::Boolean(false),
+        // Debezium's interval fallback under interval.handling.mode=string.
+        SchemaType::String if schema.name.as_deref() == Some(mapping::names::INTERVAL) => Value::String("P0Y0M0DT0H0M0S".to_owned()),
         SchemaType::String => Value::String(String::new()),
         // A Decimal's unscaled value must have at least one byte.
         SchemaType::Bytes if schema.name.as_deref() == Some("org.apache.kafka.connect.data.Decimal") => Value::Bytes(vec![0]),
@@ -344,11 +354,10 @@ fn with_field_schema(v: Value, schema: &SchemaRef) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::config::{DecimalMode, TimeMode};
 
     #[test]
     fn names_and_key_follow_debezium() {
-        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let modes = Modes::DEFAULT;
         let specs = vec![
             ColumnSpec {
                 source: SourceColumn::of(25, -1),
@@ -371,7 +380,7 @@ mod tests {
             "db",
             TableId { schema: "public".into(), table: "t".into() },
             specs,
-            modes,
+            &modes,
             &source_schema(),
             &ColumnRules::default(),
         );
@@ -393,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_key_only_old_tuple_fills_required_columns_with_fallbacks() {
-        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let modes = Modes::DEFAULT;
         let specs = vec![
             ColumnSpec {
                 source: SourceColumn::of(25, -1),
@@ -418,7 +427,7 @@ mod tests {
             "db",
             TableId { schema: "public".into(), table: "t".into() },
             specs,
-            modes,
+            &modes,
             &source_schema(),
             &ColumnRules::default(),
         );
@@ -438,7 +447,7 @@ mod tests {
 
     #[test]
     fn a_nullable_variable_scale_decimal_carries_the_optional_schema() {
-        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let modes = Modes::DEFAULT;
         let unconstrained = PgType::Numeric { precision: None, scale: None };
         let specs = vec![
             ColumnSpec {
@@ -468,7 +477,7 @@ mod tests {
             "db",
             TableId { schema: "public".into(), table: "t".into() },
             specs,
-            modes,
+            &modes,
             &source_schema(),
             &ColumnRules::default(),
         );
@@ -487,7 +496,7 @@ mod tests {
 
     #[test]
     fn message_key_columns_replace_the_primary_key() {
-        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let modes = Modes::DEFAULT;
         let specs = || {
             vec![
                 ColumnSpec {
@@ -522,7 +531,7 @@ mod tests {
             exclude: Vec::new(),
         };
         let id = |table: &str| TableId { schema: "public".into(), table: table.into() };
-        let t = TableSchema::new("srv", "db", id("orders"), specs(), modes, &source_schema(), &rules);
+        let t = TableSchema::new("srv", "db", id("orders"), specs(), &modes, &source_schema(), &rules);
         let row = t.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap();
         let key = row.key.as_struct().unwrap();
         assert_eq!(key.schema().name.as_deref(), Some("srv.public.orders.Key"));
@@ -543,7 +552,7 @@ mod tests {
             "db",
             id("orders"),
             specs(),
-            modes,
+            &modes,
             &source_schema(),
             &ColumnRules { include, exclude, ..rules.clone() },
         );
@@ -553,7 +562,7 @@ mod tests {
         assert_eq!(after.get("id"), Some(&Value::Int32(1)));
         assert_eq!(row2.key.as_struct().unwrap().get("region"), Some(&Value::String("eu".into())));
         // Another table keeps its primary key.
-        let other = TableSchema::new("srv", "db", id("items"), specs(), modes, &source_schema(), &rules);
+        let other = TableSchema::new("srv", "db", id("items"), specs(), &modes, &source_schema(), &rules);
         let key = other.row(&[Datum::Text("1"), Datum::Null, Datum::Text("42")]).unwrap().key;
         assert_eq!(key.as_struct().unwrap().schema().fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["id"]);
     }

@@ -380,7 +380,7 @@ impl Incremental {
         cfg: &PostgresConfig,
         client: &Client,
         resolver: &mut TypeResolver,
-        modes: Modes,
+        modes: &Modes,
         source_schema: &SchemaRef,
     ) -> ConnectResult<()> {
         let Some(signal_table) = &cfg.signal_table else {
@@ -508,7 +508,6 @@ async fn watermark(client: &Client, table: &TableId, id: &str, kind: &str, data:
 mod tests {
     use super::*;
     use crate::postgres::column::ColumnRules;
-    use crate::postgres::config::{DecimalMode, TimeMode};
     use crate::postgres::envelope::source_schema;
     use crate::postgres::mapping::PgType;
     use crate::postgres::offset::change_offset;
@@ -522,9 +521,9 @@ mod tests {
             pk_position: pk,
         };
         let specs = vec![spec("id", PgType::Int4, Some(1)), spec("v", PgType::Int4, None)];
-        let modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+        let modes = Modes::DEFAULT;
         let id = TableId { schema: "public".into(), table: "items".into() };
-        std::sync::Arc::new(TableSchema::new("pg", "db", id, specs, modes, &source_schema(), &ColumnRules::default()))
+        std::sync::Arc::new(TableSchema::new("pg", "db", id, specs, &modes, &source_schema(), &ColumnRules::default()))
     }
 
     /// A snapshot of `public.items` (and `public.other` after it) with a read chunk of keys 1..=4.

@@ -6,16 +6,18 @@
 //! `postgres` intervals, hex bytea, full float precision and C money (`$1,234.56`), so the
 //! text form is unambiguous.
 
+use std::borrow::Cow;
+
+use base64::Engine as _;
 use sluice_api::{Schema, Value};
 
-use super::config::{DecimalMode, TimeMode};
+use super::config::{BinaryMode, DecimalMode, HstoreMode, IntervalMode, TimeMode, DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER};
+use super::geometry::{self, parse_point, point_schema, point_value};
+use super::interval;
 
 /// The `options` startup parameter of every connection the connector opens.
 pub const SESSION_OPTIONS: &str =
     "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=3 -c lc_monetary=C";
-
-/// Debezium's placeholder for an unchanged TOASTed value that pgoutput did not send.
-pub const UNAVAILABLE_VALUE: &str = "__debezium_unavailable_value";
 
 pub mod names {
     pub const DATE: &str = "io.debezium.time.Date";
@@ -30,6 +32,7 @@ pub mod names {
     pub const XML: &str = "io.debezium.data.Xml";
     pub const ENUM: &str = "io.debezium.data.Enum";
     pub const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
+    pub const INTERVAL: &str = "io.debezium.time.Interval";
     pub const BITS: &str = "io.debezium.data.Bits";
     pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
     pub const LTREE: &str = "io.debezium.data.Ltree";
@@ -75,15 +78,16 @@ pub enum PgType {
         labels: String,
     },
     Array(Box<PgType>),
-    /// `interval.handling.mode=numeric`: microseconds, a month being 365.25 / 12 days.
+    /// See `interval.rs`.
     Interval,
-    /// Two fraction digits (`money.fraction.digits`' default; the C `lc_monetary`).
+    /// Read with the C `lc_monetary` (two fraction digits); `money.fraction.digits` sets the
+    /// scale under `decimal.handling.mode=precise`.
     Money,
     /// bit(n) and varbit(n); `length` is `n` (`i32::MAX` for an unconstrained varbit).
     Bits {
         length: i32,
     },
-    /// `hstore.handling.mode=json`: a JSON object of strings.
+    /// `hstore.handling.mode`: a JSON object of strings, or a map.
     Hstore,
     /// int4range, int8range, numrange, tsrange, tstzrange, daterange: their text form.
     Range,
@@ -108,7 +112,7 @@ pub enum GeometryKind {
 }
 
 impl GeometryKind {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::Box => "box",
             Self::Lseg => "lseg",
@@ -117,12 +121,6 @@ impl GeometryKind {
         }
     }
 }
-
-/// Debezium's average month, in days, for intervals as microseconds.
-const DAYS_PER_MONTH_AVG: f64 = 365.25 / 12.0;
-
-/// Digits after the decimal point of a money value.
-const MONEY_FRACTION_DIGITS: i32 = 2;
 
 /// The built-in type with this oid and modifier; `None` for types needing a catalog look-up
 /// (enums, domains, arrays of those) or not mapped at all.
@@ -202,14 +200,51 @@ pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
 }
 
 /// The handling modes that shape schemas and values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Modes {
     pub decimal: DecimalMode,
     pub time: TimeMode,
+    pub binary: BinaryMode,
+    pub interval: IntervalMode,
+    pub hstore: HstoreMode,
+    pub money_fraction_digits: i32,
+    /// `unavailable.value.placeholder`'s octets (see `toast.rs`).
+    pub unavailable: Cow<'static, [u8]>,
+}
+
+impl Default for Modes {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl Modes {
+    /// Debezium's defaults.
+    pub const DEFAULT: Modes = Modes {
+        decimal: DecimalMode::Precise,
+        time: TimeMode::Adaptive,
+        binary: BinaryMode::Bytes,
+        interval: IntervalMode::Numeric,
+        hstore: HstoreMode::Json,
+        money_fraction_digits: 2,
+        unavailable: Cow::Borrowed(DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER.as_bytes()),
+    };
+
+    pub fn from_config(cfg: &super::config::PostgresConfig) -> Self {
+        Modes {
+            decimal: cfg.decimal_mode,
+            time: cfg.time_mode,
+            binary: cfg.binary_mode,
+            interval: cfg.interval_mode,
+            hstore: cfg.hstore_mode,
+            money_fraction_digits: cfg.money_fraction_digits,
+            unavailable: Cow::Owned(cfg.unavailable_placeholder.clone()),
+        }
+    }
 }
 
 /// The Connect schema of a column of type `ty`.
-pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
+pub fn schema(ty: &PgType, modes: &Modes, optional: bool) -> Schema {
     let s = match ty {
         PgType::Bool => Schema::boolean(),
         PgType::Int2 => Schema::int16(),
@@ -229,7 +264,10 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
             },
         },
         PgType::Text => Schema::string(),
-        PgType::Bytea => Schema::bytes(),
+        PgType::Bytea => match modes.binary {
+            BinaryMode::Bytes => Schema::bytes(),
+            _ => Schema::string(),
+        },
         PgType::Uuid => Schema::string().named(names::UUID).with_version(1),
         PgType::Json => Schema::string().named(names::JSON).with_version(1),
         PgType::Xml => Schema::string().named(names::XML).with_version(1),
@@ -250,15 +288,22 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
         },
         PgType::TimestampTz => Schema::string().named(names::ZONED_TIMESTAMP).with_version(1),
         PgType::Enum { labels } => Schema::string().named(names::ENUM).with_version(1).with_parameter("allowed", labels.clone()),
-        PgType::Interval => Schema::int64().named(names::MICRO_DURATION).with_version(1),
+        PgType::Interval => match modes.interval {
+            IntervalMode::Numeric => Schema::int64().named(names::MICRO_DURATION).with_version(1),
+            IntervalMode::String => Schema::string().named(names::INTERVAL).with_version(1),
+        },
         PgType::Money => match modes.decimal {
             DecimalMode::Double => Schema::float64(),
             DecimalMode::String => Schema::string(),
-            DecimalMode::Precise => Schema::decimal(MONEY_FRACTION_DIGITS),
+            DecimalMode::Precise => Schema::decimal(modes.money_fraction_digits),
         },
         PgType::Bits { length: 1 } => Schema::boolean(),
         PgType::Bits { length } => Schema::bytes().named(names::BITS).with_version(1).with_parameter("length", length.to_string()),
-        PgType::Hstore => Schema::string().named(names::JSON).with_version(1),
+        PgType::Hstore => match modes.hstore {
+            HstoreMode::Json => Schema::string().named(names::JSON).with_version(1),
+            // Keys are required, values optional (Debezium's hstoreSchema).
+            HstoreMode::Map => Schema::map(Schema::string().into_ref(), Schema::string().optional().into_ref()),
+        },
         PgType::Range => Schema::string(),
         PgType::Ltree => Schema::string().named(names::LTREE).with_version(1),
         PgType::Tsvector => Schema::string().named(names::TSVECTOR).with_version(1),
@@ -302,22 +347,8 @@ pub fn schema(ty: &PgType, modes: Modes, optional: bool) -> Schema {
     }
 }
 
-/// The value standing for an unchanged TOASTed column (only variable-length types are
-/// TOASTed); `Null` where Debezium has no placeholder for the type.
-pub fn unavailable(ty: &PgType, modes: Modes) -> Value {
-    match ty {
-        PgType::Text | PgType::Json | PgType::Xml | PgType::Enum { .. } | PgType::Hstore => Value::String(UNAVAILABLE_VALUE.to_owned()),
-        PgType::Numeric { .. } if modes.decimal == DecimalMode::String => Value::String(UNAVAILABLE_VALUE.to_owned()),
-        PgType::Bytea => Value::Bytes(UNAVAILABLE_VALUE.as_bytes().to_vec()),
-        PgType::Array(e) if matches!(**e, PgType::Text | PgType::Json | PgType::Enum { .. }) => {
-            Value::Array(vec![Value::String(UNAVAILABLE_VALUE.to_owned())])
-        }
-        _ => Value::Null,
-    }
-}
-
 /// Converts the text form of a non-null value of type `ty`.
-pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
+pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
     let bad = |what: &str| format!("cannot read {text:?} as {what}");
     Ok(match ty {
         PgType::Bool => match text {
@@ -376,46 +407,48 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
             Value::Struct(sluice_api::Struct::from_values(schema, vec![point_value(x, y), Value::Float64(radius)]))
         }
         PgType::Geometry(kind) => {
-            let text = text.trim();
-            let points = parse_points(text).ok_or_else(|| bad(kind.name()))?;
-            let mut extensions = vec![(Value::String("type".into()), Value::String(kind.name().into()))];
-            let wkb = match kind {
-                GeometryKind::Box if points.len() == 2 => {
-                    let ((x1, y1), (x2, y2)) = (points[0], points[1]);
-                    wkb_polygon(&[(x1, y1), (x1, y2), (x2, y2), (x2, y1), (x1, y1)])
-                }
-                GeometryKind::Lseg if points.len() == 2 => wkb_line_string(&points),
-                GeometryKind::Path if !points.is_empty() => {
-                    // `[…]` is an open path, `(…)` a closed one.
-                    let closed = text.starts_with('(');
-                    extensions.push((Value::String("closed".into()), Value::String(closed.to_string())));
-                    wkb_line_string(&points)
-                }
-                GeometryKind::Polygon if !points.is_empty() => {
-                    let mut ring = points;
-                    if ring.first() != ring.last() {
-                        ring.push(ring[0]);
-                    }
-                    wkb_polygon(&ring)
-                }
-                _ => return Err(bad(kind.name())),
-            };
+            let (wkb, extensions) = geometry::wkb(*kind, text).ok_or_else(|| bad(kind.name()))?;
             let schema = schema(ty, modes, true).into_ref();
             Value::Struct(sluice_api::Struct::from_values(schema, vec![Value::Bytes(wkb), Value::Null, Value::Map(extensions)]))
         }
-        PgType::Interval => Value::Int64(interval_micros(text).ok_or_else(|| bad("interval"))?),
+        PgType::Interval => {
+            let parts = interval::Parts::parse(text).ok_or_else(|| bad("interval"))?;
+            match modes.interval {
+                IntervalMode::Numeric => Value::Int64(parts.micros()),
+                IntervalMode::String => Value::String(parts.iso()),
+            }
+        }
         PgType::Money => {
             let plain = money_plain(text).ok_or_else(|| bad("money"))?;
             match modes.decimal {
                 DecimalMode::Double => Value::Float64(plain.parse().map_err(|_| bad("money"))?),
                 DecimalMode::String => Value::String(plain),
-                DecimalMode::Precise => Value::Bytes(unscaled_bytes(&plain, MONEY_FRACTION_DIGITS).ok_or_else(|| bad("money"))?),
+                DecimalMode::Precise => {
+                    let rounded = round_half_up(&plain, modes.money_fraction_digits).ok_or_else(|| bad("money"))?;
+                    Value::Bytes(unscaled_bytes(&rounded, modes.money_fraction_digits).ok_or_else(|| bad("money"))?)
+                }
             }
         }
         PgType::Bits { length: 1 } => Value::Boolean(text.bytes().any(|b| b == b'1')),
         PgType::Bits { .. } => Value::Bytes(bits_little_endian(text).ok_or_else(|| bad("bit string"))?),
-        PgType::Hstore => Value::String(hstore_json(text).ok_or_else(|| bad("hstore"))?),
-        PgType::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(|| bad("bytea"))?),
+        PgType::Hstore => {
+            let pairs = hstore_pairs(text).ok_or_else(|| bad("hstore"))?;
+            match modes.hstore {
+                HstoreMode::Json => Value::String(hstore_json(&pairs)),
+                HstoreMode::Map => {
+                    Value::Map(pairs.into_iter().map(|(k, v)| (Value::String(k), v.map_or(Value::Null, Value::String))).collect())
+                }
+            }
+        }
+        PgType::Bytea => {
+            let bytes = parse_bytea(text).ok_or_else(|| bad("bytea"))?;
+            match modes.binary {
+                BinaryMode::Bytes => Value::Bytes(bytes),
+                BinaryMode::Base64 => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                BinaryMode::Base64UrlSafe => Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes)),
+                BinaryMode::Hex => Value::String(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+            }
+        }
         PgType::Date => {
             let days = parse_date(text).ok_or_else(|| bad("date"))?;
             Value::Int32(i32::try_from(days).map_err(|_| bad("date"))?)
@@ -463,114 +496,6 @@ pub fn value(ty: &PgType, modes: Modes, text: &str) -> Result<Value, String> {
     })
 }
 
-/// Debezium's `io.debezium.data.geometry.Point` schema (required; the caller makes it optional).
-fn point_schema() -> Schema {
-    Schema::struct_of([
-        ("x", Schema::float64().into_ref()),
-        ("y", Schema::float64().into_ref()),
-        ("wkb", Schema::bytes().optional().into_ref()),
-        ("srid", Schema::int32().optional().into_ref()),
-    ])
-    .named(names::POINT)
-    .with_version(1)
-    .with_doc("Geometry (POINT)")
-}
-
-/// A point as Debezium builds it: the coordinates and their WKB, no SRID.
-fn point_value(x: f64, y: f64) -> Value {
-    let mut wkb = Vec::with_capacity(21);
-    wkb.push(1u8); // little endian
-    wkb.extend_from_slice(&1u32.to_le_bytes()); // Point
-    wkb.extend_from_slice(&x.to_le_bytes());
-    wkb.extend_from_slice(&y.to_le_bytes());
-    Value::Struct(sluice_api::Struct::from_values(
-        point_schema().into_ref(),
-        vec![Value::Float64(x), Value::Float64(y), Value::Bytes(wkb), Value::Null],
-    ))
-}
-
-/// `(x,y)`.
-fn parse_point(text: &str) -> Option<(f64, f64)> {
-    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
-    let (x, y) = inner.split_once(',')?;
-    Some((parse_float(x.trim())?, parse_float(y.trim())?))
-}
-
-/// Every `(x,y)` in a box, lseg, path or polygon's text form, in order: the innermost
-/// parentheses each hold one point.
-fn parse_points(text: &str) -> Option<Vec<(f64, f64)>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(found) = text[i..].find('(') {
-        let start = i + found;
-        if text[start + 1..].starts_with('(') {
-            i = start + 1;
-            continue;
-        }
-        let end = start + text[start..].find(')')?;
-        out.push(parse_point(&text[start..=end])?);
-        i = end + 1;
-    }
-    Some(out)
-}
-
-fn wkb_points(out: &mut Vec<u8>, points: &[(f64, f64)]) {
-    out.extend_from_slice(&(points.len() as u32).to_le_bytes());
-    for (x, y) in points {
-        out.extend_from_slice(&x.to_le_bytes());
-        out.extend_from_slice(&y.to_le_bytes());
-    }
-}
-
-/// OGC WKB LineString, little endian (Debezium's `WkbWriter`).
-fn wkb_line_string(points: &[(f64, f64)]) -> Vec<u8> {
-    let mut out = vec![1u8];
-    out.extend_from_slice(&2u32.to_le_bytes());
-    wkb_points(&mut out, points);
-    out
-}
-
-/// OGC WKB Polygon of one ring, little endian.
-fn wkb_polygon(ring: &[(f64, f64)]) -> Vec<u8> {
-    let mut out = vec![1u8];
-    out.extend_from_slice(&3u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    wkb_points(&mut out, ring);
-    out
-}
-
-/// An interval in the `postgres` IntervalStyle (`1 year 2 mons -3 days +04:05:06.5`) as
-/// Debezium's MicroDuration: every unit converted to seconds in floating point, a month
-/// being [`DAYS_PER_MONTH_AVG`] days, then truncated to whole microseconds.
-fn interval_micros(text: &str) -> Option<i64> {
-    let (mut years, mut months, mut days) = (0i64, 0i64, 0i64);
-    let (mut hours, mut minutes, mut seconds) = (0f64, 0f64, 0f64);
-    let mut words = text.split_whitespace();
-    while let Some(word) = words.next() {
-        if word.contains(':') {
-            let (sign, hms) = match word.strip_prefix('-') {
-                Some(rest) => (-1.0, rest),
-                None => (1.0, word.strip_prefix('+').unwrap_or(word)),
-            };
-            let mut parts = hms.split(':');
-            hours = sign * parts.next()?.parse::<f64>().ok()?;
-            minutes = sign * parts.next()?.parse::<f64>().ok()?;
-            seconds = sign * parts.next().map_or(Some(0.0), |s| s.parse::<f64>().ok())?;
-            continue;
-        }
-        let n: i64 = word.parse().ok()?;
-        match words.next()? {
-            "year" | "years" => years = n,
-            "mon" | "mons" => months = n,
-            "day" | "days" => days = n,
-            _ => return None,
-        }
-    }
-    let number_of_days = (years * 12 + months) as f64 * DAYS_PER_MONTH_AVG + days as f64;
-    let number_of_seconds = ((number_of_days * 24.0 + hours) * 60.0 + minutes) * 60.0 + seconds;
-    Some((number_of_seconds * 1e6) as i64)
-}
-
 /// A money value as a plain decimal: `-$1,234.56` and `($1,234.56)` are `-1234.56`.
 fn money_plain(text: &str) -> Option<String> {
     let negative = text.contains('-') || (text.starts_with('(') && text.ends_with(')'));
@@ -602,9 +527,9 @@ fn bits_little_endian(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// An hstore's text form (`"a"=>"1", "b"=>NULL`) as a compact JSON object of strings and
-/// nulls, in the order Postgres prints the pairs.
-fn hstore_json(text: &str) -> Option<String> {
+/// An hstore's text form (`"a"=>"1", "b"=>NULL`) as its pairs, in the order Postgres
+/// prints them.
+fn hstore_pairs(text: &str) -> Option<Vec<(String, Option<String>)>> {
     fn quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<String> {
         if chars.next()? != '"' {
             return None;
@@ -619,7 +544,7 @@ fn hstore_json(text: &str) -> Option<String> {
         }
     }
     let mut chars = text.trim().chars().peekable();
-    let mut out = String::from("{");
+    let mut out = Vec::new();
     while chars.peek().is_some() {
         let key = quoted(&mut chars)?;
         for expected in ['=', '>'] {
@@ -634,12 +559,7 @@ fn hstore_json(text: &str) -> Option<String> {
             (word == "NULL").then_some(())?;
             None
         };
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(&key).ok()?);
-        out.push(':');
-        out.push_str(&value.map_or(Some("null".to_owned()), |v| serde_json::to_string(&v).ok())?);
+        out.push((key, value));
         match chars.next() {
             None => break,
             Some(',') => {
@@ -650,11 +570,64 @@ fn hstore_json(text: &str) -> Option<String> {
             Some(_) => return None,
         }
     }
-    out.push('}');
     Some(out)
 }
 
-fn parse_float(text: &str) -> Option<f64> {
+/// An hstore's pairs as a compact JSON object of strings and nulls, in Postgres' order.
+fn hstore_json(pairs: &[(String, Option<String>)]) -> String {
+    let mut out = String::from("{");
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::from(key.as_str()).to_string());
+        out.push(':');
+        out.push_str(&value.as_deref().map_or(serde_json::Value::Null, serde_json::Value::from).to_string());
+    }
+    out.push('}');
+    out
+}
+
+/// A plain decimal rounded to `scale` fraction digits, half away from zero (Java's
+/// `setScale(scale, RoundingMode.HALF_UP)`); unchanged when it has no more digits than that.
+fn round_half_up(plain: &str, scale: i32) -> Option<String> {
+    let scale = usize::try_from(scale).ok()?;
+    let (int, frac) = plain.split_once('.').unwrap_or((plain, ""));
+    if frac.len() <= scale {
+        return Some(plain.to_owned());
+    }
+    let (negative, int) = match int.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, int),
+    };
+    let mut digits: Vec<u8> = int.bytes().chain(frac[..scale].bytes()).collect();
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if frac.as_bytes()[scale] >= b'5' {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let split = digits.len() - scale;
+    let (i, f) = digits.split_at(split);
+    let int = if i.is_empty() { "0".to_owned() } else { String::from_utf8(i.to_vec()).ok()? };
+    let sign = if negative { "-" } else { "" };
+    Some(if f.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{}", std::str::from_utf8(f).ok()?) })
+}
+
+pub(super) fn parse_float(text: &str) -> Option<f64> {
     match text {
         "NaN" => Some(f64::NAN),
         "Infinity" => Some(f64::INFINITY),
@@ -907,7 +880,7 @@ fn parse_array(text: &str) -> Option<Vec<Option<String>>> {
 mod tests {
     use super::*;
 
-    const M: Modes = Modes { decimal: DecimalMode::Precise, time: TimeMode::Adaptive };
+    const M: Modes = Modes::DEFAULT;
 
     #[test]
     fn decimals_are_javas_two_complement() {
@@ -924,14 +897,14 @@ mod tests {
 
     #[test]
     fn times_and_dates() {
-        assert_eq!(value(&PgType::Date, M, "1970-01-02").unwrap(), Value::Int32(1));
-        assert_eq!(value(&PgType::Date, M, "1969-12-31").unwrap(), Value::Int32(-1));
-        assert_eq!(value(&PgType::Time { precision: 6 }, M, "01:00:00.5").unwrap(), Value::Int64(3_600_500_000));
-        assert_eq!(value(&PgType::Time { precision: 3 }, M, "00:00:01.5").unwrap(), Value::Int32(1500));
-        assert_eq!(value(&PgType::Timestamp { precision: 6 }, M, "1970-01-01 00:00:01.000002").unwrap(), Value::Int64(1_000_002));
-        assert_eq!(value(&PgType::TimestampTz, M, "2024-02-29 23:30:00.120+00").unwrap(), Value::String("2024-02-29T23:30:00.12Z".into()));
-        assert_eq!(value(&PgType::TimestampTz, M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
-        assert_eq!(value(&PgType::TimeTz, M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
+        assert_eq!(value(&PgType::Date, &M, "1970-01-02").unwrap(), Value::Int32(1));
+        assert_eq!(value(&PgType::Date, &M, "1969-12-31").unwrap(), Value::Int32(-1));
+        assert_eq!(value(&PgType::Time { precision: 6 }, &M, "01:00:00.5").unwrap(), Value::Int64(3_600_500_000));
+        assert_eq!(value(&PgType::Time { precision: 3 }, &M, "00:00:01.5").unwrap(), Value::Int32(1500));
+        assert_eq!(value(&PgType::Timestamp { precision: 6 }, &M, "1970-01-01 00:00:01.000002").unwrap(), Value::Int64(1_000_002));
+        assert_eq!(value(&PgType::TimestampTz, &M, "2024-02-29 23:30:00.120+00").unwrap(), Value::String("2024-02-29T23:30:00.12Z".into()));
+        assert_eq!(value(&PgType::TimestampTz, &M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
+        assert_eq!(value(&PgType::TimeTz, &M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
         for (pg, iso) in [
             ("2024-02-29 23:30:00+00", "2024-02-29T23:30:00Z"),
             ("2024-02-29 23:30:00.000001+00", "2024-02-29T23:30:00.000001Z"),
@@ -940,7 +913,7 @@ mod tests {
             ("2024-02-29 23:30:00.000+00", "2024-02-29T23:30:00Z"),
         ] {
             assert_eq!(utc_timestamp_as_iso(pg).as_deref(), Some(iso), "{pg}");
-            assert_eq!(value(&PgType::TimestampTz, M, pg).unwrap(), Value::String(iso.into()), "{pg}");
+            assert_eq!(value(&PgType::TimestampTz, &M, pg).unwrap(), Value::String(iso.into()), "{pg}");
         }
         for other in ["0044-03-15 12:00:00+00 BC", "12345-01-01 00:00:00+00", "2024-02-29 23:30:00+01", "2024-02-29 23:30:00.+00"] {
             assert_eq!(utc_timestamp_as_iso(other), None, "{other}");
@@ -949,48 +922,90 @@ mod tests {
 
     #[test]
     fn interval_money_bits_hstore() {
-        let micros = |t: &str| value(&PgType::Interval, M, t).unwrap();
-        assert_eq!(micros("00:00:00"), Value::Int64(0));
-        assert_eq!(micros("1 day 01:00:00.5"), Value::Int64(90_000_500_000));
-        assert_eq!(micros("-1 days +02:00:00"), Value::Int64(-79_200_000_000));
-        assert_eq!(micros("-00:00:01.25"), Value::Int64(-1_250_000));
-        // A month is 365.25 / 12 days: 30.4375 days.
-        assert_eq!(micros("1 mon"), Value::Int64(2_629_800_000_000));
-        assert_eq!(micros("1 year 2 mons 3 days 04:05:06"), Value::Int64(37_091_106_000_000));
-        assert!(value(&PgType::Interval, M, "P1D").is_err());
+        assert_eq!(value(&PgType::Interval, &M, "1 day 01:00:00.5").unwrap(), Value::Int64(90_000_500_000));
+        let string = Modes { interval: IntervalMode::String, ..M };
+        assert_eq!(
+            value(&PgType::Interval, &string, "1 year 2 mons 3 days 04:05:06.78").unwrap(),
+            Value::String("P1Y2M3DT4H5M6.78S".into())
+        );
+        assert_eq!(schema(&PgType::Interval, &string, false), Schema::string().named("io.debezium.time.Interval").with_version(1));
+        assert!(value(&PgType::Interval, &M, "P1D").is_err());
 
-        assert_eq!(value(&PgType::Money, M, "$1,234.56").unwrap(), Value::Bytes(unscaled_bytes("1234.56", 2).unwrap()));
-        assert_eq!(value(&PgType::Money, M, "-$0.05").unwrap(), Value::Bytes(unscaled_bytes("-0.05", 2).unwrap()));
+        assert_eq!(value(&PgType::Money, &M, "$1,234.56").unwrap(), Value::Bytes(unscaled_bytes("1234.56", 2).unwrap()));
+        assert_eq!(value(&PgType::Money, &M, "-$0.05").unwrap(), Value::Bytes(unscaled_bytes("-0.05", 2).unwrap()));
         let double = Modes { decimal: DecimalMode::Double, ..M };
-        assert_eq!(value(&PgType::Money, double, "-$1,000.10").unwrap(), Value::Float64(-1000.1));
-        assert_eq!(schema(&PgType::Money, M, false).parameter("scale"), Some("2"));
+        assert_eq!(value(&PgType::Money, &double, "-$1,000.10").unwrap(), Value::Float64(-1000.1));
+        assert_eq!(schema(&PgType::Money, &M, false).parameter("scale"), Some("2"));
 
-        assert_eq!(value(&PgType::Bits { length: 1 }, M, "1").unwrap(), Value::Boolean(true));
-        assert_eq!(value(&PgType::Bits { length: 1 }, M, "0").unwrap(), Value::Boolean(false));
-        assert_eq!(value(&PgType::Bits { length: 10 }, M, "1000000001").unwrap(), Value::Bytes(vec![0x01, 0x02]));
-        assert_eq!(value(&PgType::Bits { length: 3 }, M, "101").unwrap(), Value::Bytes(vec![0x05]));
-        assert_eq!(value(&PgType::Bits { length: 8 }, M, "00000000").unwrap(), Value::Bytes(vec![]));
-        assert_eq!(schema(&PgType::Bits { length: 10 }, M, false).parameter("length"), Some("10"));
+        assert_eq!(value(&PgType::Bits { length: 1 }, &M, "1").unwrap(), Value::Boolean(true));
+        assert_eq!(value(&PgType::Bits { length: 1 }, &M, "0").unwrap(), Value::Boolean(false));
+        assert_eq!(value(&PgType::Bits { length: 10 }, &M, "1000000001").unwrap(), Value::Bytes(vec![0x01, 0x02]));
+        assert_eq!(value(&PgType::Bits { length: 3 }, &M, "101").unwrap(), Value::Bytes(vec![0x05]));
+        assert_eq!(value(&PgType::Bits { length: 8 }, &M, "00000000").unwrap(), Value::Bytes(vec![]));
+        assert_eq!(schema(&PgType::Bits { length: 10 }, &M, false).parameter("length"), Some("10"));
         assert_eq!(builtin(1560, 1), Some(PgType::Bits { length: 1 }));
         assert_eq!(builtin(1562, -1), Some(PgType::Bits { length: i32::MAX }));
 
         assert_eq!(
-            value(&PgType::Hstore, M, r#""a"=>"1", "b c"=>NULL, "q\"x"=>"=>""#).unwrap(),
+            value(&PgType::Hstore, &M, r#""a"=>"1", "b c"=>NULL, "q\"x"=>"=>""#).unwrap(),
             Value::String(r#"{"a":"1","b c":null,"q\"x":"=>"}"#.into())
         );
-        assert_eq!(value(&PgType::Hstore, M, "").unwrap(), Value::String("{}".into()));
+        assert_eq!(value(&PgType::Hstore, &M, "").unwrap(), Value::String("{}".into()));
     }
 
     #[test]
     fn arrays_and_builtins() {
         let ty = builtin(1009, -1).unwrap();
         assert_eq!(
-            value(&ty, M, r#"{a,"b c",NULL,"q\"x"}"#).unwrap(),
+            value(&ty, &M, r#"{a,"b c",NULL,"q\"x"}"#).unwrap(),
             Value::Array(vec!["a".into(), "b c".into(), Value::Null, "q\"x".into()])
         );
         assert_eq!(builtin(1700, (10 << 16) + 2 + 4), Some(PgType::Numeric { precision: Some(10), scale: Some(2) }));
-        assert_eq!(value(&PgType::Bytea, M, "\\x00ff").unwrap(), Value::Bytes(vec![0, 255]));
-        assert!(value(&builtin(1007, -1).unwrap(), M, "{{1},{2}}").is_err());
+        assert_eq!(value(&PgType::Bytea, &M, "\\x00ff").unwrap(), Value::Bytes(vec![0, 255]));
+        assert!(value(&builtin(1007, -1).unwrap(), &M, "{{1},{2}}").is_err());
+    }
+
+    #[test]
+    fn binary_money_and_hstore_modes() {
+        let bytes = "\\xfbefff00";
+        let with = |binary| Modes { binary, ..M };
+        assert_eq!(value(&PgType::Bytea, &M, bytes).unwrap(), Value::Bytes(vec![0xfb, 0xef, 0xff, 0x00]));
+        assert_eq!(value(&PgType::Bytea, &with(BinaryMode::Base64), bytes).unwrap(), Value::String("++//AA==".into()));
+        assert_eq!(value(&PgType::Bytea, &with(BinaryMode::Base64UrlSafe), bytes).unwrap(), Value::String("--__AA==".into()));
+        assert_eq!(value(&PgType::Bytea, &with(BinaryMode::Hex), bytes).unwrap(), Value::String("fbefff00".into()));
+        assert_eq!(schema(&PgType::Bytea, &with(BinaryMode::Hex), true), Schema::string().optional());
+        let arr = builtin(1001, -1).unwrap();
+        assert_eq!(schema(&arr, &with(BinaryMode::Base64), false), Schema::array(Schema::string().optional().into_ref()));
+        assert_eq!(
+            value(&arr, &with(BinaryMode::Hex), "{\"\\\\x01ff\",NULL}").unwrap(),
+            Value::Array(vec![Value::String("01ff".into()), Value::Null])
+        );
+        // Bit strings stay Bits whatever the binary mode.
+        assert_eq!(value(&PgType::Bits { length: 10 }, &with(BinaryMode::Hex), "1000000001").unwrap(), Value::Bytes(vec![0x01, 0x02]));
+
+        let digits = |d| Modes { money_fraction_digits: d, ..M };
+        assert_eq!(value(&PgType::Money, &digits(3), "-$1,234.56").unwrap(), Value::Bytes(vec![0xed, 0x29, 0x80]));
+        assert_eq!(schema(&PgType::Money, &digits(3), false).parameter("scale"), Some("3"));
+        // HALF_UP: -1234.56 to 0 digits is -1235, 0.50 to 0 digits is 1.
+        assert_eq!(value(&PgType::Money, &digits(0), "-$1,234.56").unwrap(), Value::Bytes(unscaled_bytes("-1235", 0).unwrap()));
+        assert_eq!(value(&PgType::Money, &digits(0), "$0.50").unwrap(), Value::Bytes(vec![1]));
+        assert_eq!(value(&PgType::Money, &digits(1), "$9.95").unwrap(), Value::Bytes(unscaled_bytes("10.0", 1).unwrap()));
+        assert_eq!(value(&PgType::Money, &digits(1), "$9.94").unwrap(), Value::Bytes(unscaled_bytes("9.9", 1).unwrap()));
+        // Only precise uses the digits.
+        let string = Modes { decimal: DecimalMode::String, money_fraction_digits: 0, ..M };
+        assert_eq!(value(&PgType::Money, &string, "$9.95").unwrap(), Value::String("9.95".into()));
+
+        let map = Modes { hstore: HstoreMode::Map, ..M };
+        let s = |v: &str| Value::String(v.into());
+        assert_eq!(
+            value(&PgType::Hstore, &map, r#""a"=>"1", "b c"=>NULL"#).unwrap(),
+            Value::Map(vec![(s("a"), s("1")), (s("b c"), Value::Null)])
+        );
+        assert_eq!(
+            schema(&PgType::Hstore, &map, true),
+            Schema::map(Schema::string().into_ref(), Schema::string().optional().into_ref()).optional()
+        );
+        assert_eq!(value(&PgType::Hstore, &map, "").unwrap(), Value::Map(vec![]));
     }
 
     fn fields(v: &Value) -> Vec<Value> {
@@ -1007,32 +1022,32 @@ mod tests {
             assert_eq!(builtin(oid, -1), Some(PgType::Range), "{oid}");
         }
         assert_eq!(builtin(3905, -1), Some(PgType::Array(Box::new(PgType::Range))));
-        assert_eq!(value(&PgType::Range, M, "[1,10)").unwrap(), Value::String("[1,10)".into()));
-        assert_eq!(schema(&PgType::Range, M, true), Schema::string().optional());
-        assert_eq!(schema(&PgType::Ltree, M, false).name.as_deref(), Some("io.debezium.data.Ltree"));
-        assert_eq!(schema(&builtin(3614, -1).unwrap(), M, false).name.as_deref(), Some("io.debezium.data.Tsvector"));
+        assert_eq!(value(&PgType::Range, &M, "[1,10)").unwrap(), Value::String("[1,10)".into()));
+        assert_eq!(schema(&PgType::Range, &M, true), Schema::string().optional());
+        assert_eq!(schema(&PgType::Ltree, &M, false).name.as_deref(), Some("io.debezium.data.Ltree"));
+        assert_eq!(schema(&builtin(3614, -1).unwrap(), &M, false).name.as_deref(), Some("io.debezium.data.Tsvector"));
     }
 
     #[test]
     fn geometric_types_follow_debeziums_structs_and_wkb() {
-        let point = value(&builtin(600, -1).unwrap(), M, "(1.5,-2)").unwrap();
+        let point = value(&builtin(600, -1).unwrap(), &M, "(1.5,-2)").unwrap();
         let mut wkb = vec![1, 1, 0, 0, 0];
         wkb.extend(le(&[1.5, -2.0]));
         assert_eq!(fields(&point), vec![Value::Float64(1.5), Value::Float64(-2.0), Value::Bytes(wkb), Value::Null]);
-        let ps = schema(&PgType::Point, M, true);
+        let ps = schema(&PgType::Point, &M, true);
         assert_eq!((ps.name.as_deref(), ps.version, ps.optional), (Some("io.debezium.data.geometry.Point"), Some(1), true));
         assert_eq!(ps.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["x", "y", "wkb", "srid"]);
 
-        let line = value(&builtin(628, -1).unwrap(), M, "{1,-1,0.5}").unwrap();
+        let line = value(&builtin(628, -1).unwrap(), &M, "{1,-1,0.5}").unwrap();
         assert_eq!(fields(&line), vec![Value::Float64(1.0), Value::Float64(-1.0), Value::Float64(0.5)]);
-        assert!(schema(&PgType::Line, M, false).optional, "Debezium's line schema is optional whatever the column");
+        assert!(schema(&PgType::Line, &M, false).optional, "Debezium's line schema is optional whatever the column");
 
-        let circle = value(&builtin(718, -1).unwrap(), M, "<(1,2),3>").unwrap();
+        let circle = value(&builtin(718, -1).unwrap(), &M, "<(1,2),3>").unwrap();
         let c = fields(&circle);
         assert_eq!(fields(&c[0])[..2], [Value::Float64(1.0), Value::Float64(2.0)]);
         assert_eq!(c[1], Value::Float64(3.0));
 
-        let geometry = |oid: u32, text: &str| fields(&value(&builtin(oid, -1).unwrap(), M, text).unwrap());
+        let geometry = |oid: u32, text: &str| fields(&value(&builtin(oid, -1).unwrap(), &M, text).unwrap());
         let ext = |pairs: &[(&str, &str)]| {
             Value::Map(pairs.iter().map(|(k, v)| (Value::String((*k).into()), Value::String((*v).into()))).collect())
         };
@@ -1052,8 +1067,8 @@ mod tests {
         let mut poly = vec![1, 3, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0];
         poly.extend(le(&[0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]));
         assert_eq!(p[0], Value::Bytes(poly));
-        assert!(value(&PgType::Geometry(GeometryKind::Box), M, "(1,2)").is_err());
-        let gs = schema(&PgType::Geometry(GeometryKind::Box), M, false);
+        assert!(value(&PgType::Geometry(GeometryKind::Box), &M, "(1,2)").is_err());
+        let gs = schema(&PgType::Geometry(GeometryKind::Box), &M, false);
         assert_eq!((gs.name.as_deref(), gs.version), (Some("io.debezium.data.geometry.Geometry"), Some(2)));
     }
 }

@@ -15,6 +15,9 @@
 //!          `execute-snapshot` reads tables in chunks between watermark rows (DBLog) while
 //!          streaming goes on, with its progress in every offset
 //! column.rs: message keys, column mappers and the column filter, for snapshot and stream
+//! mapping.rs: types as Connect schemas and values under the handling modes (decimal, time
+//!   precision, binary, interval (interval.rs), hstore, money digits), geometry.rs (points
+//!   and WKB); toast.rs: unchanged TOASTed columns as `unavailable.value.placeholder`
 //! commit(durable offsets) ─▶ offset.rs Confirmed::advance ─▶ standby status flush LSN
 //! ```
 //!
@@ -46,10 +49,9 @@
 //! - When the slot already exists at the first snapshot (`snapshot.mode=always`, or a slot
 //!   created beforehand) the snapshot reads a fresh snapshot while streaming starts at the
 //!   slot's position, so changes between the two may repeat.
-//! - interval, money and hstore follow Debezium's default handling modes only
-//!   (`interval.handling.mode=numeric`, `money.fraction.digits=2`,
-//!   `hstore.handling.mode=json`; setting those keys is rejected); an hstore's JSON keeps
-//!   Postgres' pair order (Debezium's follows a Java HashMap).
+//! - An hstore's JSON object or map keeps Postgres' pair order (Debezium's follows a Java
+//!   HashMap). Under `binary.handling.mode=base64`/`base64-url-safe` an unchanged TOASTed
+//!   bytea is the placeholder string (Debezium writes null there; see `toast.rs`).
 //! - Not mapped yet (columns left out, as Debezium does with unknown types):
 //!   multi-dimensional arrays, arrays of geometric types other than `point[]`, tsvector[];
 //!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
@@ -65,13 +67,16 @@ mod config;
 mod connector;
 mod decode;
 mod envelope;
+mod geometry;
 mod heartbeat;
 mod incremental;
+mod interval;
 mod mapping;
 mod offset;
 mod replication;
 mod snapshot;
 mod task;
+mod toast;
 mod transaction;
 
 use sluice_api::{ConnectorKind, ConnectorPlugin};

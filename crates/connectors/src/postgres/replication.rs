@@ -138,7 +138,7 @@ pub struct StreamContext<'a> {
     pub cfg: &'a PostgresConfig,
     pub catalog: &'a Client,
     pub resolver: &'a mut TypeResolver,
-    pub modes: Modes,
+    pub modes: &'a Modes,
     pub source_schema: &'a SchemaRef,
     pub partition: &'a SourcePartition,
     /// Incremental snapshots: signals, watermark windows, progress in offsets.

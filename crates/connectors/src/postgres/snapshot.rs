@@ -244,7 +244,7 @@ impl SnapshotReader {
         let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {sql}");
         self.client.batch_execute(&declare).await.map_err(|e| catalog::query_error(&format!("opening a snapshot cursor on {id}"), e))?;
         tracing::debug!(table = %id, resumed_after = ?after, "snapshotting table");
-        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, self.modes, &self.source_schema, &self.rules));
+        let table = Arc::new(TableSchema::new(&self.prefix, &self.db, id, specs, &self.modes, &self.source_schema, &self.rules));
         self.current = Some(Current { table, cursor, key });
         Ok(())
     }

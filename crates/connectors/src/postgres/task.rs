@@ -130,7 +130,7 @@ impl Running {
         } else {
             streaming_from.map_or(Lsn(0), StoredOffset::resume_lsn).max(slot_lsn.unwrap_or(Lsn(0)))
         });
-        let modes = Modes { decimal: cfg.decimal_mode, time: cfg.time_mode };
+        let modes = Modes::from_config(&cfg);
         let source_schema = source_schema();
         let partition = offset::partition(&cfg.topic_prefix);
 
@@ -164,7 +164,7 @@ impl Running {
             let settings = SnapshotSettings {
                 prefix: cfg.topic_prefix.clone(),
                 db: cfg.dbname.clone(),
-                modes,
+                modes: modes.clone(),
                 fetch_size: cfg.snapshot_fetch_size,
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
@@ -233,7 +233,7 @@ impl Running {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
                 }
                 if self.incremental.wants_chunk() {
-                    self.incremental.next_chunk(&self.cfg, &self.catalog, &mut self.resolver, self.modes, &self.source_schema).await?;
+                    self.incremental.next_chunk(&self.cfg, &self.catalog, &mut self.resolver, &self.modes, &self.source_schema).await?;
                 }
                 // A failed batch is read again: so is what it did to the incremental snapshot.
                 let incremental_before = self.incremental.running().then(|| self.incremental.clone());
@@ -242,7 +242,7 @@ impl Running {
                     cfg: &self.cfg,
                     catalog: &self.catalog,
                     resolver: &mut self.resolver,
-                    modes: self.modes,
+                    modes: &self.modes,
                     source_schema: &self.source_schema,
                     partition: &self.partition,
                     incremental: &mut self.incremental,

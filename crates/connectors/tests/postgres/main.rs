@@ -15,6 +15,8 @@ use sluice_api::{
 use sluice_connectors::postgres;
 use tokio_util::sync::CancellationToken;
 
+mod handling_modes;
+
 struct Pg {
     dir: tempfile::TempDir,
     port: u16,
