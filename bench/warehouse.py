@@ -16,6 +16,10 @@ One run, one throwaway Postgres 15 (tests/services/postgres.sh):
    Measured from the sink's creation until sluice_sink_offsets holds the end offset N.
 4. The limit, same run: psql's \\copy of the same final K rows (TSV) into an empty table
    of the same columns with the primary key.
+5. Postgres' own upsert limit, same run, per batch.size: every event's row loaded into a
+   table on the server beforehand (not measured), then applied in event order by one DO
+   block, batch.size rows per transaction, with the sink's statement (INSERT … SELECT … ON
+   CONFLICT DO UPDATE): what the server needs for these upserts with no client at all.
 
 Prints wall seconds, events/s, client CPU-seconds and peak RSS (sluice: the sink-only worker;
 the COPY: psql),
@@ -69,8 +73,14 @@ def row(key, version):
             "note": f"note {key:08d} version {version:04d} " + "x" * (key % 40), "updated": EPOCH_US + version * 1_000_000 + key}
 
 
-def generate(path, tsv, events, keys):
-    """Writes the events file and the TSV of the final rows; returns the file's size."""
+def tsv_row(r):
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["updated"] // 1_000_000)) + f".{r['updated'] % 1_000_000:06d}"
+    return f"{r['id']}\t{r['name']}\t{r['qty']}\t{r['price']!r}\t{r['note']}\t{ts}\n"
+
+
+def generate(path, tsv, events_tsv, events, keys):
+    """Writes the events file, the TSV of the final rows and the TSV of every event's row (in
+    event order, numbered); returns the events file's size."""
     prefix = '{"schema":' + json.dumps(SCHEMA, separators=(",", ":")) + ',"payload":{"before":null,"after":'
     with open(path, "w") as f:
         for i in range(events):
@@ -79,9 +89,10 @@ def generate(path, tsv, events, keys):
             f.write(f'{prefix}{json.dumps(row(key, version), separators=(",", ":"))},"op":"{op}","ts_ms":{1_700_000_000_000 + i}}}}}\n')
     with open(tsv, "w") as f:
         for key in range(min(keys, events)):
-            r = row(key, (events - 1 - key) // keys)
-            ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["updated"] // 1_000_000)) + f".{r['updated'] % 1_000_000:06d}"
-            f.write(f"{r['id']}\t{r['name']}\t{r['qty']}\t{r['price']!r}\t{r['note']}\t{ts}\n")
+            f.write(tsv_row(row(key, (events - 1 - key) // keys)))
+    with open(events_tsv, "w") as f:
+        for i in range(events):
+            f.write(f"{i}\t" + tsv_row(row(i % keys, i // keys)))
     return os.path.getsize(path)
 
 
@@ -251,6 +262,35 @@ def plain_copy(pg, tsv, events, keys):
             "pg": pg1 - pg0, "rss": usage.ru_maxrss / 1024}
 
 
+def server_upsert(pg, events_tsv, events, keys, batch):
+    """Postgres' own limit for these upserts: every event's row already in a table on the
+    server (loaded beforehand, not measured), applied in event order, `batch` rows per
+    transaction, with the sink's statement shape (INSERT … SELECT … ON CONFLICT DO UPDATE),
+    by one session and no client in between."""
+    db = "wh_server"
+    pg.psql(f"CREATE DATABASE {db}")
+    pg.psql(f"CREATE TABLE bench ({COLUMNS}); CREATE TABLE events (seq bigint PRIMARY KEY, {COLUMNS.replace(' PRIMARY KEY', '')})", db)
+    pg.psql(f"\\copy events FROM '{events_tsv}'\nVACUUM ANALYZE events;", db)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in ("name", "qty", "price", "note", "updated"))
+    body = (f"DO $$ DECLARE b bigint; BEGIN FOR b IN 0..{(events - 1) // batch} LOOP "
+            f"INSERT INTO bench SELECT id, name, qty, price, note, updated FROM events WHERE seq >= b * {batch} AND seq < (b + 1) * {batch} "
+            f"ON CONFLICT (id) DO UPDATE SET {sets}; COMMIT; END LOOP; END $$;")
+    pg0 = pg.cpu()
+    start = time.monotonic()
+    proc = subprocess.Popen([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", db,
+                             "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", body], stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"the server-side upsert failed: {proc.stderr.read().decode()}")
+    time.sleep(0.5)
+    pg1 = pg.cpu()
+    rows = int(pg.psql("SELECT count(*) FROM bench", db))
+    assert rows == min(keys, events), rows
+    return {"name": f"server-side upsert, {batch}/transaction", "wall": wall, "rate": events / wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "pg": pg1 - pg0, "rss": usage.ru_maxrss / 1024}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -262,13 +302,14 @@ def main():
     work = tempfile.mkdtemp(prefix="sluice-bench-wh-")
     pg = None
     try:
-        events_file, tsv = os.path.join(work, "events.json"), os.path.join(work, "final.tsv")
+        events_file, tsv, events_tsv = os.path.join(work, "events.json"), os.path.join(work, "final.tsv"), os.path.join(work, "events.tsv")
         os.chmod(work, 0o755)
-        size = generate(events_file, tsv, args.events, args.keys)
+        size = generate(events_file, tsv, events_tsv, args.events, args.keys)
         produced = produce(binary, work, events_file, size)
         pg = Postgres()
         results = [plain_copy(pg, tsv, args.events, args.keys)]
         for b in args.batch_sizes.split(","):
+            results.append(server_upsert(pg, events_tsv, args.events, args.keys, int(b)))
             results.append(run_sink(binary, work, pg, int(b), args.events, args.keys))
     finally:
         if pg:
@@ -279,12 +320,18 @@ def main():
     print(f"\nembedded log -> warehouse sink -> Postgres 15, {args.events:,} change events (JsonConverter with schemas, "
           f"{size / args.events:,.0f} B each) over {args.keys:,} keys, {os.cpu_count()} cores")
     print(f"topic produced beforehand by FileStreamSource in {produced:.1f} s (not measured); the COPY's rate is rows/s, "
-          f"the sink's events/s; 'rate vs COPY' = COPY rows/s / sink events/s, 'time vs COPY' = wall / COPY wall\n")
-    print(f"| {'writer':<36} | {'wall s':>7} | {'rows|events/s':>13} | {'rate vs COPY':>12} | {'time vs COPY':>12} | {'client CPU s':>12} | {'pg CPU s':>8} | {'peak RSS MB':>11} |")
-    print(f"|{'-'*38}|{'-'*9}|{'-'*15}|{'-'*14}|{'-'*14}|{'-'*14}|{'-'*10}|{'-'*13}|")
+          f"the others' events/s; 'rate vs COPY' = COPY rows/s / events/s, 'time vs COPY' = wall / COPY wall; "
+          f"'server-side upsert' = Postgres applying the same events from a table it already holds, with the sink's statement "
+          f"and transaction size and no client (the upsert limit; 'vs server' = its rate / the sink's)\n")
+    print(f"| {'writer':<36} | {'wall s':>7} | {'rows|events/s':>13} | {'rate vs COPY':>12} | {'time vs COPY':>12} | {'vs server':>9} | {'client CPU s':>12} | {'pg CPU s':>8} | {'peak RSS MB':>11} |")
+    print(f"|{'-'*38}|{'-'*9}|{'-'*15}|{'-'*14}|{'-'*14}|{'-'*11}|{'-'*14}|{'-'*10}|{'-'*13}|")
+    server = None
     for r in results:
+        if r["name"].startswith("server-side"):
+            server = r
+        vs = f"{server['rate'] / r['rate']:9.2f}" if server and r["name"].startswith("sink") else f"{'':9}"
         print(f"| {r['name']:<36} | {r['wall']:7.2f} | {r['rate']:13,.0f} | {limit['rate'] / r['rate']:12.2f} | {r['wall'] / limit['wall']:12.2f} "
-              f"| {r['cpu']:12.2f} | {r['pg']:8.2f} | {r['rss']:11.1f} |")
+              f"| {vs} | {r['cpu']:12.2f} | {r['pg']:8.2f} | {r['rss']:11.1f} |")
 
 
 if __name__ == "__main__":
