@@ -267,7 +267,7 @@ def server_upsert(pg, events_tsv, events, keys, batch):
     server (loaded beforehand, not measured), applied in event order, `batch` rows per
     transaction, with the sink's statement shape (INSERT … SELECT … ON CONFLICT DO UPDATE),
     by one session and no client in between."""
-    db = "wh_server"
+    db = f"wh_server_{batch}"
     pg.psql(f"CREATE DATABASE {db}")
     pg.psql(f"CREATE TABLE bench ({COLUMNS}); CREATE TABLE events (seq bigint PRIMARY KEY, {COLUMNS.replace(' PRIMARY KEY', '')})", db)
     pg.psql(f"\\copy events FROM '{events_tsv}'\nVACUUM ANALYZE events;", db)
