@@ -14,6 +14,16 @@
 //! After a failed write it is unknown whether the commit happened (the connection may
 //! have dropped during COMMIT), so the next `put` reads the offsets again before writing:
 //! a batch is applied once, whatever the runtime redelivers.
+//!
+//! ## The last chunk of a put is written in the background
+//! `put` returns once the last chunk's transaction is on its way; the runtime reads and
+//! converts the next records and the next `put` builds its first batch meanwhile, so the
+//! target and this process work at the same time across puts too. The next `put`,
+//! `pre_commit`, `close` and `stop` first wait for that write ([`JdbcSinkTask::settle`]).
+//! Its records are kept until it is durable: when it fails, they are written again
+//! (through the usual error handling: retry, find the bad record, dead-letter it) before
+//! anything newer, and a retriable failure is reported by the call that found it, the
+//! records staying held for the next attempt. `durable` moves only when a write commits.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -47,7 +57,20 @@ pub struct JdbcSinkTask {
     failures: u32,
     /// The table of each topic, for tombstones (see `batch::build`).
     topic_tables: HashMap<String, TableName>,
+    /// The write in the background, holding the dialect while it runs.
+    in_flight: Option<InFlight>,
+    /// Records of a background write that failed, to be written before anything newer.
+    held: Option<Arc<Vec<SinkRecord>>>,
 }
+
+/// A chunk being written in the background, and its records until it is durable.
+struct InFlight {
+    records: Arc<Vec<SinkRecord>>,
+    handle: tokio::task::JoinHandle<Written>,
+}
+
+/// What a background write gives back: the dialect, the batch and how the write went.
+type Written = (Box<dyn Dialect>, Batch, Result<(), WriteError>);
 
 impl JdbcSinkTask {
     fn connector(&self) -> String {
@@ -116,6 +139,50 @@ impl JdbcSinkTask {
         let r = &records[bad - 1];
         let origin = batch::Origin { topic: r.topic.clone(), partition: r.partition, offset: r.offset, key: batch::describe_key(&r.key) };
         Ok((bad - 1, ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", error.message), error)))
+    }
+
+    /// Waits for the background write, if any, and makes its outcome count: on success
+    /// its offsets are durable; on failure its records are written again here, with the
+    /// usual error handling. An error leaves the records held for the next call.
+    async fn settle(&mut self) -> ConnectResult<()> {
+        if let Some(InFlight { records, handle }) = self.in_flight.take() {
+            let (dialect, batch, result) = match handle.await {
+                Ok(done) => done,
+                Err(e) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
+            };
+            self.dialect = Some(dialect);
+            match result {
+                Ok(()) => {
+                    self.failures = 0;
+                    for (tp, next) in batch.offsets {
+                        let d = self.durable.entry(tp).or_insert(next);
+                        *d = (*d).max(next);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a background write to the target failed; writing its records again");
+                    // Whether it committed is unknown until the offsets are read again.
+                    self.reread = true;
+                    self.held = Some(records);
+                }
+            }
+        }
+        let Some(held) = self.held.clone() else { return Ok(()) };
+        if let Err(e) = self.load_offsets().await {
+            return Err(match e.kind {
+                ErrorKind::Retriable => self.retry_or_fail(e).await,
+                _ => ConnectError::fatal_from("cannot read the stored offsets", e),
+            });
+        }
+        let durable = &self.durable;
+        let rest: Vec<SinkRecord> =
+            held.iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).cloned().collect();
+        if !rest.is_empty() {
+            let connector = self.connector();
+            self.write_chunk(&connector, &rest, None).await?;
+        }
+        self.held = None;
+        Ok(())
     }
 
     fn reporter(&self) -> Option<Arc<dyn ErrantRecordReporter>> {
@@ -234,6 +301,7 @@ impl SinkTask for JdbcSinkTask {
         if records.is_empty() {
             return Ok(());
         }
+        self.settle().await?;
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
                 ErrorKind::Retriable => self.retry_or_fail(e).await,
@@ -271,6 +339,21 @@ impl SinkTask for JdbcSinkTask {
                 let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());
                 ahead = Some(tokio::task::spawn_blocking(move || (batch::build(&cfg, &next, &mut tables), tables)));
             }
+            if i + 1 == chunks.len() {
+                if let Some(Ok(mut batch)) = built {
+                    // The last chunk: written in the background (see the module docs).
+                    batch.offsets = batch::next_offsets(chunk);
+                    batch.first = batch::first_offsets(chunk);
+                    let mut dialect = self.dialect.take().expect("started");
+                    let connector = connector.clone();
+                    let handle = tokio::spawn(async move {
+                        let result = dialect.write(&connector, &batch).await;
+                        (dialect, batch, result)
+                    });
+                    self.in_flight = Some(InFlight { records: chunk.clone(), handle });
+                    break;
+                }
+            }
             if !self.write_chunk(&connector, chunk, built).await? {
                 // A record was skipped: the batch built ahead may name tables as the
                 // skipped record left them; build it again.
@@ -287,10 +370,16 @@ impl SinkTask for JdbcSinkTask {
 
     /// Exactly what the target has committed, never past what was put.
     async fn pre_commit(&mut self, current: &BTreeMap<TopicPartition, i64>) -> ConnectResult<BTreeMap<TopicPartition, i64>> {
+        self.settle().await?;
         Ok(current.iter().filter_map(|(tp, cur)| self.durable.get(tp).map(|d| (tp.clone(), (*d).min(*cur)))).collect())
     }
 
     async fn close(&mut self, partitions: &[TopicPartition]) -> ConnectResult<()> {
+        if let Err(e) = self.settle().await {
+            // What is not durable is read again by whoever gets the partitions.
+            tracing::warn!(error = %e, "the last write before a rebalance failed");
+            self.held = None;
+        }
         for tp in partitions {
             self.durable.remove(tp);
             self.unread.remove(tp);
@@ -300,6 +389,10 @@ impl SinkTask for JdbcSinkTask {
     }
 
     async fn stop(&mut self) -> ConnectResult<()> {
+        if let Err(e) = self.settle().await {
+            tracing::warn!(error = %e, "the last write before stopping failed; its records are read again at the next start");
+        }
+        self.held = None;
         self.dialect = None;
         Ok(())
     }
