@@ -32,6 +32,10 @@ pub const TABLE_INCLUDE_LIST: &str = "table.include.list";
 pub const TABLE_EXCLUDE_LIST: &str = "table.exclude.list";
 pub const SNAPSHOT_MODE: &str = "snapshot.mode";
 pub const SNAPSHOT_FETCH_SIZE: &str = "snapshot.fetch.size";
+pub const SNAPSHOT_MAX_THREADS: &str = "snapshot.max.threads";
+/// Debezium 3's switch between splitting tables into chunks over the snapshot threads
+/// (`false`, its default) and one table per thread (`true`, what this version does).
+pub const LEGACY_SNAPSHOT_MAX_THREADS: &str = "legacy.snapshot.max.threads";
 pub const DECIMAL_HANDLING_MODE: &str = "decimal.handling.mode";
 pub const TIME_PRECISION_MODE: &str = "time.precision.mode";
 pub const BINARY_HANDLING_MODE: &str = "binary.handling.mode";
@@ -66,6 +70,7 @@ pub const DEFAULT_PUBLICATION: &str = "dbz_publication";
 pub const DEFAULT_AUTOCREATE: &str = "all_tables";
 pub const DEFAULT_SNAPSHOT_MODE: &str = "initial";
 pub const DEFAULT_FETCH_SIZE: &str = "10240";
+pub const DEFAULT_SNAPSHOT_MAX_THREADS: &str = "1";
 pub const DEFAULT_MAX_BATCH_SIZE: &str = "2048";
 pub const DEFAULT_MAX_QUEUE_SIZE: &str = "8192";
 pub const DEFAULT_POLL_INTERVAL_MS: &str = "500";
@@ -105,7 +110,7 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "snapshot.isolation.mode",
     "snapshot.mode.class",
     "snapshot.mode.custom.name",
-    "snapshot.max.threads",
+    "snapshot.max.threads.multiplier",
     "snapshot.delay.ms",
     "streaming.delay.ms",
     "read.only",
@@ -257,6 +262,11 @@ pub fn def() -> ConfigDef {
                 .default_value(DEFAULT_SNAPSHOT_MODE)
                 .validator(Validator::one_of(&["initial", "initial_only", "no_data", "never", "always", "when_needed", "configuration_based", "custom", "recovery"])),
         )
+        .define(
+            ConfigKey::new(SNAPSHOT_MAX_THREADS, ConfigType::Int, Importance::Medium, "The most tables the initial snapshot reads at once, each on a database session of its own; all of them read the same snapshot.")
+                .default_value(DEFAULT_SNAPSHOT_MAX_THREADS)
+                .validator(Validator::AtLeast(1)),
+        )
         .define(ConfigKey::new(SNAPSHOT_FETCH_SIZE, ConfigType::Int, Importance::Medium, "Rows fetched per round trip while snapshotting.").default_value(DEFAULT_FETCH_SIZE).validator(Validator::AtLeast(1)))
         .define(
             ConfigKey::new(DECIMAL_HANDLING_MODE, ConfigType::String, Importance::Medium, "How numeric columns are represented: precise (Decimal), double or string.")
@@ -373,6 +383,8 @@ pub struct PostgresConfig {
     pub filter: TableFilter,
     pub snapshot_mode: SnapshotMode,
     pub snapshot_fetch_size: usize,
+    /// `snapshot.max.threads`: the most tables the snapshot reads at once (at least 1).
+    pub snapshot_max_threads: usize,
     pub decimal_mode: DecimalMode,
     pub time_mode: TimeMode,
     pub binary_mode: BinaryMode,
@@ -430,6 +442,14 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
         out.push((
             SNAPSHOT_MODE.to_owned(),
             format!("snapshot.mode={v} is not supported yet; use initial, initial_only, no_data, always or when_needed"),
+        ));
+    }
+    if value(LEGACY_SNAPSHOT_MAX_THREADS).is_some_and(|v| v != "true") {
+        out.push((
+            LEGACY_SNAPSHOT_MAX_THREADS.to_owned(),
+            "legacy.snapshot.max.threads=false (tables split into chunks over the snapshot threads) is not supported yet; \
+             this version reads each table on one session: remove the key or set it to true"
+                .to_owned(),
         ));
     }
     out
@@ -513,6 +533,7 @@ impl PostgresConfig {
                 _ => SnapshotMode::Initial,
             },
             snapshot_fetch_size: c.int(SNAPSHOT_FETCH_SIZE) as usize,
+            snapshot_max_threads: c.int(SNAPSHOT_MAX_THREADS) as usize,
             decimal_mode: match lower(DECIMAL_HANDLING_MODE).as_str() {
                 "double" => DecimalMode::Double,
                 "string" => DecimalMode::String,
@@ -752,5 +773,21 @@ mod tests {
         assert!(!f.includes("other", "abc"));
         let f = TableFilter::new(&[], &["skip".into()], &[], &[]).unwrap();
         assert!(f.includes("public", "t") && !f.includes("skip", "t") && !f.includes("pg_catalog", "pg_class"));
+    }
+
+    #[test]
+    fn snapshot_max_threads_is_a_positive_integer() {
+        assert_eq!(PostgresConfig::parse(&props(&[])).unwrap().snapshot_max_threads, 1);
+        assert_eq!(PostgresConfig::parse(&props(&[("snapshot.max.threads", "4")])).unwrap().snapshot_max_threads, 4);
+        for bad in ["0", "-2", "two", "1.5", ""] {
+            let err = PostgresConfig::parse(&props(&[("snapshot.max.threads", bad)])).unwrap_err();
+            assert!(matches!(err, ConnectError::Config { .. }), "{bad:?}: {err:?}");
+            assert!(err.to_string().contains("snapshot.max.threads"), "{bad:?}: {err}");
+        }
+        assert!(PostgresConfig::parse(&props(&[("legacy.snapshot.max.threads", "true")])).is_ok());
+        let err = PostgresConfig::parse(&props(&[("legacy.snapshot.max.threads", "false")])).unwrap_err().to_string();
+        assert!(err.contains("legacy.snapshot.max.threads") && err.contains("one session"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("snapshot.max.threads.multiplier", "2")])).unwrap_err().to_string();
+        assert!(err.contains("snapshot.max.threads.multiplier") && err.contains("not supported yet"), "{err}");
     }
 }

@@ -4,9 +4,11 @@
 //!
 //! ```text
 //! start ─▶ publication + slot (create when missing, reuse when present)
-//!       ─▶ snapshot.rs: REPEATABLE READ on the slot's exported snapshot, each table in
-//!          primary-key order ─▶ op "r" records whose offsets say how far the snapshot got
-//!          (an interrupted snapshot resumes after its last durable key, on a new snapshot)
+//!       ─▶ snapshot.rs: REPEATABLE READ on the slot's exported snapshot, up to
+//!          `snapshot.max.threads` tables at once (one session each, all on that snapshot),
+//!          each table in primary-key order ─▶ op "r" records whose offsets say how far
+//!          the snapshot got (an interrupted snapshot resumes each open table after its
+//!          last durable key, on a new snapshot; finished tables are not read again)
 //!       ─▶ replication.rs: START_REPLICATION from the slot's consistent point or the stored
 //!          offset; decode.rs (pgoutput v1) + mapping.rs (types) + envelope.rs (records)
 //!          + transaction.rs (BEGIN/END records, `transaction` blocks); heartbeat.rs runs
@@ -41,11 +43,15 @@
 //! - A fast Postgres shutdown still waits while records are in flight: until the runtime
 //!   makes them durable (the next offset flush) or the connector disconnects.
 //! - `status.update.interval.ms` must stay below the server's `wal_sender_timeout`.
-//! - An interrupted snapshot resumes after its last durable record, but on a newer
-//!   snapshot than the one it started on: rows read after the resume may be followed by
-//!   older events of the same rows from the stream (same final state per key; see
-//!   `snapshot.rs`). A table without a primary key is read again from its start. When
+//! - An interrupted snapshot resumes after its last durable records (per open table), but
+//!   on a newer snapshot than the one it started on: rows read after the resume may be
+//!   followed by older events of the same rows from the stream (same final state per key;
+//!   see `snapshot.rs`). A table without a primary key is read again from its start. When
 //!   the slot is gone, an interrupted snapshot starts over with a new slot.
+//! - `snapshot.max.threads` reads whole tables, one per session (Debezium's
+//!   `legacy.snapshot.max.threads=true`); splitting a table into chunks over the sessions
+//!   (Debezium 3's default) is not implemented. A snapshot session lost mid-snapshot fails
+//!   every later poll until the task is restarted (it then resumes from the durable offset).
 //! - When the slot already exists at the first snapshot (`snapshot.mode=always`, or a slot
 //!   created beforehand) the snapshot reads a fresh snapshot while streaming starts at the
 //!   slot's position, so changes between the two may repeat.

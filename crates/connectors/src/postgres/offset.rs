@@ -4,16 +4,30 @@
 //!
 //! | record         | fields                                                               |
 //! |----------------|----------------------------------------------------------------------|
-//! | snapshot row   | `lsn` (consistent point), `txId`, `ts_usec`, `snapshot: true`, `last_snapshot_record`, `snapshot_table`, `snapshot_key` |
+//! | snapshot row   | `lsn` (consistent point), `txId`, `ts_usec`, `snapshot: true`, `last_snapshot_record`, `snapshot_table`, `snapshot_key`, `snapshot_open_tables` |
 //! | change         | `lsn` (of the change), `lsn_proc` (= `lsn`), `lsn_commit` (commit LSN of its transaction), `txId`, `ts_usec`, `txn_seq` |
 //! | heartbeat      | `lsn` (server WAL position acknowledged by a keepalive), `ts_usec`    |
 //! | transaction BEGIN | as a change, with `txn_seq: 0` (`provide.transaction.metadata`)   |
 //! | transaction END   | `lsn` (end of the commit record), `txId`, `ts_usec`               |
 //!
-//! `snapshot_table` (`[schema, table]`) and `snapshot_key` (the text form of the record's
-//! primary key columns, in key order; `null` for a table without one) are not in
-//! Debezium's offsets either: they say where an interrupted snapshot resumes (after that
-//! key of that table; see `snapshot.rs`).
+//! `snapshot_table`, `snapshot_key` and `snapshot_open_tables` are not in Debezium's
+//! offsets: they say where an interrupted snapshot resumes ([`SnapshotPosition`]; see
+//! `snapshot.rs`). Tables are started in `(schema, table)` order, up to
+//! `snapshot.max.threads` at a time, and each is read in primary-key order:
+//! - `snapshot_table` (`[schema, table]`): the newest table started. Every table ordered
+//!   up to it is finished, unless it is listed in `snapshot_open_tables`; the tables after
+//!   it are not started.
+//! - `snapshot_open_tables`: `[{"table": [schema, table], "key": [...] | null}, ...]`, the
+//!   tables started and not finished, each with the text form of the primary key columns
+//!   (in key order) of its last record up to this one; `null` when none of its records
+//!   came yet or it has no primary key (it is then read again from its start).
+//! - `snapshot_key`: the `key` of `snapshot_table` when it is open, else `null`.
+//!
+//! Offsets written before `snapshot_open_tables` existed (one table at a time) have only
+//! `snapshot_table` and `snapshot_key`: that table is the only open one, with that key.
+//! Each offset describes every record up to its own, whatever interleaving of tables came
+//! before it, so the durable prefix the runtime stores always says, per table, finished,
+//! resume after key `k`, or not started.
 //!
 //! While an incremental snapshot runs, every offset also carries
 //! `incremental_snapshot_collections`, `incremental_snapshot_primary_key` and
@@ -36,6 +50,8 @@
 //!   the slot's position, and nothing of interest lies in between.
 //! - On restart inside a transaction, the changes of the transaction with commit LSN
 //!   `lsn_commit` up to and including `txn_seq` are skipped: they are in the log already.
+
+use std::collections::BTreeMap;
 
 use pgwire_replication::Lsn;
 use serde_json::{json, Value as Json};
@@ -75,24 +91,67 @@ pub struct StoredOffset {
     pub snapshot_position: Option<SnapshotPosition>,
 }
 
-/// How far a snapshot got: every row of the tables ordered before `table`, and the rows of
-/// `table` up to and including the key `after` (the whole table has to be read again
-/// when it has no primary key: `after` is `None`).
+/// How far a snapshot got (see the module docs for the offset fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotPosition {
-    pub table: TableId,
-    pub after: Option<Vec<String>>,
+    /// The newest table started: the tables ordered after it are not started.
+    pub through: TableId,
+    /// The tables ordered up to `through` that are started and not finished, each with the
+    /// key of its last record handed out (`None`: read it from its start). Every other
+    /// table up to `through` is finished.
+    pub open: BTreeMap<TableId, Option<Vec<String>>>,
+}
+
+/// Where one table of an interrupted snapshot stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableProgress {
+    /// Every record of the table was handed out before the offset's record.
+    Finished,
+    /// Read the table's rows after this key (`None`: from its start).
+    After(Option<Vec<String>>),
 }
 
 impl SnapshotPosition {
+    pub fn of(&self, table: &TableId) -> TableProgress {
+        match self.open.get(table) {
+            Some(after) => TableProgress::After(after.clone()),
+            None if *table <= self.through => TableProgress::Finished,
+            None => TableProgress::After(None),
+        }
+    }
+
     fn parse(offset: &SourceOffset) -> Option<Self> {
-        let table = offset.get("snapshot_table")?.as_array()?;
-        let [Json::String(schema), Json::String(table)] = table.as_slice() else { return None };
-        let after = match offset.get("snapshot_key") {
-            Some(Json::Array(parts)) => Some(parts.iter().map(|p| p.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>()?),
-            _ => None,
+        let through = table_id(offset.get("snapshot_table")?)?;
+        let open = match offset.get("snapshot_open_tables") {
+            Some(Json::Array(open)) => {
+                open.iter().map(|o| Some((table_id(o.get("table")?)?, key(o.get("key"))?))).collect::<Option<BTreeMap<_, _>>>()?
+            }
+            // Written by the version that read one table at a time.
+            _ => BTreeMap::from([(through.clone(), key(offset.get("snapshot_key"))?)]),
         };
-        Some(Self { table: TableId { schema: schema.clone(), table: table.clone() }, after })
+        Some(Self { through, open })
+    }
+
+    fn write(&self, o: &mut SourceOffset) {
+        let id = |t: &TableId| json!([t.schema, t.table]);
+        o.insert("snapshot_table".into(), id(&self.through));
+        o.insert("snapshot_key".into(), json!(self.open.get(&self.through).cloned().flatten()));
+        let open: Vec<Json> = self.open.iter().map(|(t, k)| json!({"table": id(t), "key": k})).collect();
+        o.insert("snapshot_open_tables".into(), Json::Array(open));
+    }
+}
+
+fn table_id(v: &Json) -> Option<TableId> {
+    let [Json::String(schema), Json::String(table)] = v.as_array()?.as_slice() else { return None };
+    Some(TableId { schema: schema.clone(), table: table.clone() })
+}
+
+/// A stored key: `Some(None)` for `null` or absent, `None` when malformed.
+fn key(v: Option<&Json>) -> Option<Option<Vec<String>>> {
+    match v {
+        None | Some(Json::Null) => Some(None),
+        Some(Json::Array(parts)) => parts.iter().map(|p| p.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>().map(Some),
+        Some(_) => None,
     }
 }
 
@@ -151,15 +210,14 @@ pub struct Skip {
 }
 
 pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool, position: Option<&SnapshotPosition>) -> SourceOffset {
-    let mut o = SourceOffset::with_capacity(7);
+    let mut o = SourceOffset::with_capacity(8);
     o.insert("lsn".into(), json!(lsn.0));
     o.insert("txId".into(), json!(tx_id));
     o.insert("ts_usec".into(), json!(ts_usec));
     o.insert("snapshot".into(), json!(true));
     o.insert("last_snapshot_record".into(), json!(last));
     if let Some(p) = position {
-        o.insert("snapshot_table".into(), json!([p.table.schema, p.table.table]));
-        o.insert("snapshot_key".into(), json!(p.after));
+        p.write(&mut o);
     }
     o
 }
@@ -334,17 +392,44 @@ mod tests {
         assert_eq!(o.snapshot, SnapshotState::None);
         let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, None)).unwrap();
         assert_eq!((s.snapshot, s.resume_lsn(), s.skip(), s.snapshot_position), (SnapshotState::InProgress, Lsn(5), None, None));
+        let t = |name: &str| TableId { schema: "public".into(), table: name.into() };
         let at = SnapshotPosition {
-            table: TableId { schema: "public".into(), table: "t.x".into() },
-            after: Some(vec!["7".into(), "a'b".into()]),
+            through: t("t.x"),
+            open: BTreeMap::from([(t("a"), Some(vec!["7".into(), "a'b".into()])), (t("nopk"), None), (t("t.x"), Some(vec!["1".into()]))]),
         };
-        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, Some(&at))).unwrap();
+        let o = snapshot_offset(Lsn(5), Some(1), 1, false, Some(&at));
+        assert_eq!(o["snapshot_table"], json!(["public", "t.x"]));
+        assert_eq!(o["snapshot_key"], json!(["1"]));
+        let s = StoredOffset::parse(&o).unwrap();
         assert_eq!(s.snapshot_position, Some(at.clone()));
-        let no_key = SnapshotPosition { after: None, ..at.clone() };
-        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, Some(&no_key))).unwrap();
-        assert_eq!(s.snapshot_position, Some(no_key));
-        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), None, 1, true, Some(&at))).unwrap();
+        let at = s.snapshot_position.unwrap();
+        assert_eq!(at.of(&t("a")), TableProgress::After(Some(vec!["7".into(), "a'b".into()])));
+        assert_eq!(at.of(&t("b")), TableProgress::Finished, "ordered before the newest started, not open");
+        assert_eq!(at.of(&t("nopk")), TableProgress::After(None));
+        assert_eq!(at.of(&t("z")), TableProgress::After(None), "not started");
+        // The newest table started is finished while an older one is still open.
+        let done = SnapshotPosition { through: t("m"), open: BTreeMap::from([(t("a"), None)]) };
+        let o = snapshot_offset(Lsn(5), Some(1), 1, false, Some(&done));
+        assert_eq!(o["snapshot_key"], Json::Null);
+        let s = StoredOffset::parse(&o).unwrap().snapshot_position.unwrap();
+        assert_eq!((s.of(&t("m")), s.of(&t("a"))), (TableProgress::Finished, TableProgress::After(None)));
+        let s = StoredOffset::parse(&snapshot_offset(Lsn(5), None, 1, true, Some(&done))).unwrap();
         assert_eq!((s.snapshot, s.snapshot_position), (SnapshotState::Completed, None));
+    }
+
+    #[test]
+    fn offsets_of_the_single_table_version_still_resume() {
+        let t = |name: &str| TableId { schema: "public".into(), table: name.into() };
+        let mut old = snapshot_offset(Lsn(5), Some(1), 1, false, None);
+        old.insert("snapshot_table".into(), json!(["public", "m"]));
+        old.insert("snapshot_key".into(), json!(["7", "x"]));
+        let at = StoredOffset::parse(&old).unwrap().snapshot_position.unwrap();
+        assert_eq!(at.of(&t("a")), TableProgress::Finished);
+        assert_eq!(at.of(&t("m")), TableProgress::After(Some(vec!["7".into(), "x".into()])));
+        assert_eq!(at.of(&t("n")), TableProgress::After(None));
+        old.insert("snapshot_key".into(), Json::Null);
+        let at = StoredOffset::parse(&old).unwrap().snapshot_position.unwrap();
+        assert_eq!(at.of(&t("m")), TableProgress::After(None), "a table without primary key is read again");
         assert_eq!(StoredOffset::parse(&heartbeat_offset(Lsn(9), 1)).unwrap().resume_lsn(), Lsn(9));
     }
 }

@@ -152,7 +152,7 @@ impl Running {
                 let (session, lsn, name) = replication::create_slot_exporting(&cfg).await?;
                 (Some(session), Some(name), lsn)
             } else if let Some((at, lsn)) = &resume {
-                tracing::info!(slot = %cfg.slot_name, %lsn, table = %at.table, after = ?at.after, "resuming the interrupted snapshot on a new snapshot; streaming then starts from its consistent point");
+                tracing::info!(slot = %cfg.slot_name, %lsn, through = %at.through, open = at.open.len(), "resuming the interrupted snapshot on a new snapshot; streaming then starts from its consistent point");
                 (None, None, *lsn)
             } else {
                 // The slot exists already: stream from where it (or the stored offset) is.
@@ -165,13 +165,14 @@ impl Running {
                 prefix: cfg.topic_prefix.clone(),
                 db: cfg.dbname.clone(),
                 modes: modes.clone(),
-                fetch_size: cfg.snapshot_fetch_size,
+                fetch_size: cfg.snapshot_fetch_size.min(cfg.max_batch_size),
+                threads: cfg.snapshot_max_threads,
                 source_schema: source_schema.clone(),
                 partition: partition.clone(),
                 rules: Arc::new(cfg.columns.clone()),
             };
             let reader =
-                SnapshotReader::begin(snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
+                SnapshotReader::begin(&cfg, snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
             let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
             (Phase::Snapshot { reader: Box::new(reader), _export_session: export_session, then_stream }, Handed { resume: lsn, skip })
         } else {
@@ -205,7 +206,7 @@ impl Running {
     async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
         let max = self.cfg.max_batch_size;
         match &mut self.phase {
-            Phase::Snapshot { reader, then_stream, .. } => match reader.next_batch(&mut self.resolver, max).await? {
+            Phase::Snapshot { reader, then_stream, .. } => match reader.next_batch(max).await? {
                 Some(records) => Ok(records),
                 None => {
                     let next = if *then_stream { Phase::Streaming } else { Phase::Done };
