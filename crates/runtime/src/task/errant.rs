@@ -11,6 +11,10 @@
 //! `report` returns only once the dead-letter record is durable, so a sink that skips the
 //! record and then commits its offset (in its destination or through `pre_commit`) never
 //! moves past a record that is neither written nor dead-lettered.
+//!
+//! The records of the previous `put` are kept too: a sink may still be writing them when the
+//! next `put` comes (the JDBC sink writes a put's last batch in the background) and report
+//! one of them then.
 
 use std::sync::{Arc, Mutex};
 
@@ -31,33 +35,43 @@ pub struct SinkErrantReporter {
     class: String,
     errors: ErrorPolicy,
     log: Arc<dyn Log>,
-    current: Mutex<Fetched>,
+    /// The records of the `put` under way, and of the one before.
+    fetched: Mutex<(Fetched, Fetched)>,
 }
 
 impl SinkErrantReporter {
     pub fn new(id: ConnectorTaskId, class: String, errors: ErrorPolicy, log: Arc<dyn Log>) -> Self {
-        Self { id, class, errors, log, current: Mutex::new(Arc::default()) }
+        Self { id, class, errors, log, fetched: Mutex::new((Arc::default(), Arc::default())) }
     }
 
     /// The records about to be put: reports name their original bytes.
+    /// The current records become the previous ones, unless these are the same batch.
     pub fn set_current(&self, fetched: Fetched) {
-        *self.current.lock().expect("reporter lock") = fetched;
+        let mut both = self.fetched.lock().expect("reporter lock");
+        if !Arc::ptr_eq(&both.0, &fetched) {
+            both.1 = std::mem::replace(&mut both.0, fetched);
+        }
     }
 
-    /// The stored record `record` was converted from: same topic, partition and offset; or,
-    /// when a transform renamed the topic, the only one with that partition and offset.
+    /// The stored record `record` was converted from, in the current records, else in the
+    /// previous ones: same topic, partition and offset; or, when a transform renamed the
+    /// topic, the only one with that partition and offset.
     fn original(&self, record: &SinkRecord) -> Option<(TopicPartition, StoredRecord)> {
-        let current = self.current.lock().expect("reporter lock").clone();
-        let exact =
-            current.iter().find(|(tp, r)| r.offset == record.offset && tp.partition == record.partition && tp.topic == record.topic);
+        let (current, previous) = self.fetched.lock().expect("reporter lock").clone();
+        let batches = [current, previous];
+        let exact = batches.iter().find_map(|batch| {
+            batch.iter().find(|(tp, r)| r.offset == record.offset && tp.partition == record.partition && tp.topic == record.topic)
+        });
         if let Some(found) = exact {
             return Some(found.clone());
         }
-        let mut same_place = current.iter().filter(|(tp, r)| r.offset == record.offset && tp.partition == record.partition);
-        match (same_place.next(), same_place.next()) {
-            (Some(only), None) => Some(only.clone()),
-            _ => None,
-        }
+        batches.iter().find_map(|batch| {
+            let mut same_place = batch.iter().filter(|(tp, r)| r.offset == record.offset && tp.partition == record.partition);
+            match (same_place.next(), same_place.next()) {
+                (Some(only), None) => Some(only.clone()),
+                _ => None,
+            }
+        })
     }
 }
 

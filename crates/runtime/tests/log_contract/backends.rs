@@ -1,5 +1,6 @@
 //! The backends under test, each with what it needs to live (a directory, a broker).
 
+#[cfg(feature = "kafka")]
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
