@@ -35,6 +35,7 @@ mod golden_tests;
 mod tests;
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, SchemaRef, Validator, Value};
@@ -227,6 +228,10 @@ pub struct JsonConverter {
     /// nearly always repeat the previous record's schema: comparing bytes with it skips
     /// parsing (and hashing) the schema part, usually most of the record.
     last_read: Mutex<Option<LastRead>>,
+    /// The length of the last payload written: the next output buffer is sized from it and
+    /// the schema text, so it is allocated once instead of grown by doubling (with
+    /// schemas, an envelope is ~20 times the 128 bytes a buffer used to start with).
+    last_payload_len: AtomicUsize,
 }
 
 /// A schema's JSON bytes and their translation (`None`: a schemaless envelope).
@@ -239,6 +244,7 @@ impl JsonConverter {
             written_schemas: BoundedCache::new(config.schemas_cache_size),
             read_schemas: BoundedCache::new(config.schemas_cache_size),
             last_read: Mutex::new(None),
+            last_payload_len: AtomicUsize::new(0),
             config,
             settings,
         }
@@ -306,19 +312,30 @@ impl JsonConverter {
         if schema.is_none() && value.is_null() {
             return Ok(None);
         }
-        let mut out = String::with_capacity(128);
-        if self.config.schemas_enable {
-            out.push_str("{\"schema\":");
-            match schema {
-                Some(s) => out.push_str(&self.schema_json(s)?),
-                None => out.push_str("null"),
-            }
-            out.push_str(",\"payload\":");
+        // Room for the payload's usual size plus some slack, so that a slightly longer
+        // payload than the last one does not double the buffer.
+        let payload_hint = self.last_payload_len.load(Ordering::Relaxed);
+        let payload_room = payload_hint + payload_hint / 8 + 64;
+        let out = if self.config.schemas_enable {
+            let schema_text = schema.map(|s| self.schema_json(s)).transpose()?;
+            let schema_text = schema_text.as_deref().unwrap_or("null");
+            const OPEN: &str = "{\"schema\":";
+            const MIDDLE: &str = ",\"payload\":";
+            let mut out = String::with_capacity(OPEN.len() + schema_text.len() + MIDDLE.len() + payload_room + 1);
+            out.push_str(OPEN);
+            out.push_str(schema_text);
+            out.push_str(MIDDLE);
+            let start = out.len();
             payload::write_value(&mut out, &self.settings, schema.map(|s| &**s), value)?;
+            self.last_payload_len.store(out.len() - start, Ordering::Relaxed);
             out.push('}');
+            out
         } else {
+            let mut out = String::with_capacity(payload_room);
             payload::write_value(&mut out, &self.settings, schema.map(|s| &**s), value)?;
-        }
+            self.last_payload_len.store(out.len(), Ordering::Relaxed);
+            out
+        };
         Ok(Some(out.into_bytes()))
     }
 

@@ -5,8 +5,9 @@
 //!  poll loop                         committer (its own tokio task)
 //!  ─────────                         ──────────────────────────────
 //!  records = task.poll()
-//!  batch   = convert(transform(records))
-//!  ack     = log.append(batch) ──▶  in-flight queue (bounded in batches and in bytes:
+//!  per chunk of ~MAX_APPEND_BYTES:
+//!    batch = convert(transform(records))
+//!    ack   = log.append(batch) ──▶  in-flight queue (bounded in batches and in bytes:
 //!                                   backpressure)
 //!                                   await acks in submission order
 //!                                   acked prefix: newest offset per source partition
@@ -59,6 +60,12 @@ pub const MAX_IN_FLIGHT_BATCHES: usize = 16;
 /// schemas: ~5 KB a record) otherwise keep 16 × `max.batch.size` records in memory: the
 /// Postgres source's benchmark peaked at 363 MB RSS that way.
 pub const MAX_IN_FLIGHT_BYTES: usize = 8 << 20;
+
+/// A polled batch is converted and appended in chunks of about this many bytes (the
+/// record that crosses it closes the chunk), so that converted records do not pile up
+/// outside [`MAX_IN_FLIGHT_BYTES`] while a whole poll (`max.batch.size` records of up to
+/// a few KB each) is converted. Each chunk carries the offsets of the records it covers.
+pub const MAX_APPEND_BYTES: usize = 1 << 20;
 
 pub struct SourceRunner {
     pub id: ConnectorTaskId,
@@ -192,16 +199,21 @@ impl SourceRunner {
             if records.is_empty() {
                 continue;
             }
-            let (batch, offsets) = self.convert(&mut router, records).await?;
-            let kib = (batch.iter().map(|p| p.record.size()).sum::<usize>() >> 10).clamp(1, MAX_IN_FLIGHT_BYTES >> 10);
-            let bytes = tokio::select! {
-                permit = budget.clone().acquire_many_owned(kib as u32) => permit.expect("the budget is never closed"),
-                _ = failed.cancelled() => return Ok(()),
-                _ = shutdown.cancelled() => return Ok(()),
-            };
-            let ack = self.log.append(batch);
-            if tx.send(InFlight { ack, _bytes: bytes, offsets }).await.is_err() {
-                return Ok(());
+            // Converted and appended in chunks of about MAX_APPEND_BYTES: only a chunk of
+            // converted bytes waits outside the in-flight budget, whatever the poll's size.
+            let mut records = records.into_iter();
+            while records.len() > 0 {
+                let (batch, offsets) = self.convert(&mut router, &mut records, MAX_APPEND_BYTES).await?;
+                let kib = (batch.iter().map(|p| p.record.size()).sum::<usize>() >> 10).clamp(1, MAX_IN_FLIGHT_BYTES >> 10);
+                let bytes = tokio::select! {
+                    permit = budget.clone().acquire_many_owned(kib as u32) => permit.expect("the budget is never closed"),
+                    _ = failed.cancelled() => return Ok(()),
+                    _ = shutdown.cancelled() => return Ok(()),
+                };
+                let ack = self.log.append(batch);
+                if tx.send(InFlight { ack, _bytes: bytes, offsets }).await.is_err() {
+                    return Ok(());
+                }
             }
         }
     }
@@ -256,7 +268,7 @@ impl SourceRunner {
             }
             let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
             if !records.is_empty() {
-                let (batch, offsets) = self.convert(&mut router, records).await?;
+                let (batch, offsets) = self.convert(&mut router, &mut records.into_iter(), usize::MAX).await?;
                 if txn.open.is_none() {
                     writer.begin().map_err(|e| ConnectError::fatal_from("cannot begin a transaction", e))?;
                     txn.open = Some(tokio::time::Instant::now());
@@ -300,19 +312,29 @@ impl SourceRunner {
         Ok(())
     }
 
-    /// Converts a polled batch into log records, applying the error policy per record.
-    /// Every polled record's offset counts, whether it was written, skipped or sent to the
-    /// dead-letter topic.
+    /// Converts polled records into log records, applying the error policy per record,
+    /// until the converted keys, values and headers reach `max_bytes` or `records` ends.
+    /// Every converted record's offset counts, whether it was written, skipped or sent to
+    /// the dead-letter topic.
     async fn convert(
         &mut self,
         router: &mut Router,
-        records: Vec<SourceRecord>,
+        records: &mut std::vec::IntoIter<SourceRecord>,
+        max_bytes: usize,
     ) -> ConnectResult<(Vec<Produce>, Vec<(SourcePartition, SourceOffset)>)> {
-        let mut batch = Vec::with_capacity(records.len());
+        let mut batch: Vec<Produce> = Vec::with_capacity(records.len().min(1024));
+        let (mut bytes, mut counted) = (0usize, 0usize);
         let mut newest: Vec<(SourcePartition, SourceOffset)> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut batch_topic: Option<String> = None;
-        for r in records {
+        loop {
+            // What the last record added (itself, or a dead-letter record).
+            bytes += batch[counted..].iter().map(|p| p.record.size()).sum::<usize>();
+            counted = batch.len();
+            if bytes >= max_bytes {
+                break;
+            }
+            let Some(r) = records.next() else { break };
             let r = if self.transforms.is_empty() {
                 r
             } else {

@@ -60,6 +60,8 @@ impl Transactional for Recorder {
 struct Batches {
     batches: VecDeque<Vec<i64>>,
     done: CancellationToken,
+    /// Each value is `i`, then `:` and this many `x` if not zero.
+    value_len: usize,
 }
 
 #[async_trait]
@@ -83,7 +85,7 @@ impl SourceTask for Batches {
                 key_schema: None,
                 key: Value::Null,
                 value_schema: None,
-                value: Value::String(i.to_string()),
+                value: Value::String(if self.value_len == 0 { i.to_string() } else { format!("{i}:{}", "x".repeat(self.value_len)) }),
                 timestamp: Some(1),
                 headers: Headers::default(),
             })
@@ -113,7 +115,7 @@ async fn runner(
     let (target_tx, target) = watch::channel(TargetState::Started);
     let r = SourceRunner {
         id: ConnectorTaskId { connector: "c".into(), task: 0 },
-        task: Box::new(Batches { batches: batches.into(), done: done.clone() }),
+        task: Box::new(Batches { batches: batches.into(), done: done.clone(), value_len: 0 }),
         ctx: SourceTaskContext {
             connector: "c".into(),
             task_id: 0,
@@ -179,4 +181,28 @@ async fn a_failed_commit_aborts_and_moves_no_offset() {
     assert_eq!(events, ["init", "begin", "send rows,rows", "send offsets", "commit failed", "abort"]);
     let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
     assert_eq!(offsets.get("c", &p), None, "the offsets of an uncommitted transaction are not visible");
+}
+
+/// Without exactly-once, a poll larger than MAX_APPEND_BYTES is appended in several chunks:
+/// every record lands in order and the committed offset is the poll's last.
+#[tokio::test]
+async fn a_large_poll_is_appended_in_chunks_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut r, done, _target) = runner(dir.path(), Vec::new(), Boundary::Poll, Arc::new(Recording::default())).await;
+    r.exactly_once = None;
+    let value_len = 100_000;
+    let n = (3 * MAX_APPEND_BYTES / value_len) as i64;
+    r.task = Box::new(Batches { batches: vec![(0..n).collect(), vec![n]].into(), done: done.clone(), value_len });
+    let (log, offsets) = (r.log.clone(), r.offsets.clone());
+    r.run(done).await.unwrap();
+    let tp = sluice_api::TopicPartition::new("rows", 0);
+    let mut read = Vec::new();
+    while (read.len() as i64) <= n {
+        let batch = log.read(&tp, read.len() as i64, 1 << 20, Duration::ZERO).await.unwrap();
+        assert!(!batch.is_empty(), "records missing after {}", read.len());
+        read.extend(batch.into_iter().map(|s| String::from_utf8(s.record.value.unwrap()).unwrap()));
+    }
+    assert_eq!(read, (0..=n).map(|i| format!("{i}:{}", "x".repeat(value_len))).collect::<Vec<_>>());
+    let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
+    assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(n));
 }

@@ -17,7 +17,7 @@ use base64::engine::DecodePaddingMode;
 use base64::{alphabet, Engine as _};
 use sluice_api::{Schema, SchemaRef, SchemaType, Struct, Value};
 
-use super::text::{write_f32, write_f64, write_string, Node};
+use super::text::{write_f32, write_f64, write_int, write_string, Node};
 use super::{DataError, DecimalFormat, Settings};
 use crate::convert::{type_name, value_type_name};
 use sluice_api::decimal::{self, DecimalText, Unscaled};
@@ -53,10 +53,10 @@ pub(super) fn write_value(out: &mut String, settings: &Settings, schema: Option<
         },
     };
     match (kind, value) {
-        (SchemaType::Int8, Value::Int8(v)) => out.push_str(&v.to_string()),
-        (SchemaType::Int16, Value::Int16(v)) => out.push_str(&v.to_string()),
-        (SchemaType::Int32, Value::Int32(v)) => out.push_str(&v.to_string()),
-        (SchemaType::Int64, Value::Int64(v)) => out.push_str(&v.to_string()),
+        (SchemaType::Int8, Value::Int8(v)) => write_int(out, v),
+        (SchemaType::Int16, Value::Int16(v)) => write_int(out, v),
+        (SchemaType::Int32, Value::Int32(v)) => write_int(out, v),
+        (SchemaType::Int64, Value::Int64(v)) => write_int(out, v),
         (SchemaType::Float32, Value::Float32(v)) => write_f32(out, *v),
         (SchemaType::Float64, Value::Float64(v)) => write_f64(out, *v),
         (SchemaType::Boolean, Value::Boolean(v)) => out.push_str(if *v { "true" } else { "false" }),
@@ -177,14 +177,14 @@ fn write_logical(out: &mut String, settings: &Settings, schema: &Schema, logical
                 DecimalFormat::Numeric => out.push_str(&decimal::to_java_string(&unscaled, scale)),
             }
         }
-        (Logical::Date, Value::Int32(days)) => out.push_str(&days.to_string()),
+        (Logical::Date, Value::Int32(days)) => write_int(out, days),
         (Logical::Time, Value::Int32(ms)) => {
             if !(0..=MILLIS_PER_DAY).contains(&i64::from(*ms)) {
                 return Err(DataError::new("Kafka Connect Time type should not have any date fields set to non-zero values."));
             }
-            out.push_str(&ms.to_string());
+            write_int(out, ms);
         }
-        (Logical::Timestamp, Value::Int64(ms)) => out.push_str(&ms.to_string()),
+        (Logical::Timestamp, Value::Int64(ms)) => write_int(out, ms),
         (l, v) => {
             return Err(DataError::new(format!(
                 "Invalid type for {}: expected {} but was {}",

@@ -13,6 +13,7 @@
 //! `"-Infinity"` (Jackson's default `WRITE_NAN_AS_STRINGS`).
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::ops::Range;
 
 use sluice_api::text as java_text;
@@ -463,6 +464,12 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     }
     out.push_str(&s[run..]);
     out.push('"');
+}
+
+/// Writes an integer in decimal, without the temporary `String` of `to_string`.
+pub(crate) fn write_int(out: &mut String, v: impl fmt::Display) {
+    // Writing to a `String` cannot fail.
+    let _ = write!(out, "{v}");
 }
 
 /// Writes a double as Jackson does: Java's `Double.toString`, non-finite values quoted.

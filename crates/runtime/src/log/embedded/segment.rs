@@ -12,6 +12,11 @@ use super::{io_error, read_lock, write_lock};
 
 /// Bytes per positional read when scanning a whole segment.
 const SCAN_CHUNK: usize = 1 << 20;
+/// The most a read reads from the file at once. Records are copied out of the buffer, so
+/// it only needs to hold one frame (it grows for a larger one); a small buffer stays in
+/// cache and is reused by the allocator, where a buffer of the whole read budget (1 MiB
+/// for a sink) was allocated, zeroed and page-faulted in anew on every read.
+const READ_CHUNK: usize = 64 << 10;
 
 pub(super) fn file_name(base: i64) -> String {
     format!("{base:020}.log")
@@ -163,7 +168,7 @@ impl Segment {
     pub(super) fn read_into(&self, from: i64, end: i64, budget: &mut usize, out: &mut Vec<StoredRecord>) -> LogResult<bool> {
         let limit = self.len();
         let pos = self.position_for(from);
-        let chunk = (*budget).clamp(16 << 10, 1 << 20).min(limit.saturating_sub(pos) as usize);
+        let chunk = (*budget).clamp(16 << 10, READ_CHUNK).min(limit.saturating_sub(pos) as usize);
         let mut reader = FrameReader::new(&self.file, &self.path, pos, limit, true, chunk);
         loop {
             let (pos, bytes) = match reader.next() {

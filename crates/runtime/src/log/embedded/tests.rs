@@ -119,6 +119,27 @@ async fn round_trip_with_nulls_headers_and_many_partitions() {
     assert_eq!(log.list_topics().await.unwrap(), vec!["__consumer_offsets".to_string(), "orders".to_string()]);
 }
 
+/// A group larger than the writer's chunk is written in several writes, across segment
+/// rolls, and reads back whole, also after reopening.
+#[tokio::test]
+async fn a_group_larger_than_the_write_chunk_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = EmbeddedOptions { segment_bytes: 3 << 20, ..opts() };
+    let big = |i: usize| format!("{i}:{}", "x".repeat(90_000 + i * 1_000));
+    let batch: Vec<Produce> = (0..60).map(|i| produce("big", 0, rec(Some(&format!("k{i}")), Some(&big(i))))).collect();
+    {
+        let log = EmbeddedLog::open(dir.path(), options.clone()).unwrap();
+        assert_eq!(log.append(batch.clone()).await.unwrap(), (0..60).collect::<Vec<i64>>());
+        let records = read_all(&log, &tp("big", 0), 0).await;
+        assert_eq!(records.iter().map(value_of).collect::<Vec<_>>(), (0..60).map(big).collect::<Vec<_>>());
+    }
+    assert!(segment_files(dir.path(), "big", 0).len() > 1, "the group spans segments");
+    let log = EmbeddedLog::open(dir.path(), options).unwrap();
+    let records = read_all(&log, &tp("big", 0), 0).await;
+    let expected: Vec<StoredRecord> = batch.into_iter().zip(0..).map(|(p, offset)| StoredRecord { offset, record: p.record }).collect();
+    assert_eq!(records, expected);
+}
+
 #[tokio::test]
 async fn futures_resolve_in_call_order() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@
 //!
 //! writer, per group of batches:
 //!   resolve partitions ─▶ assign offsets + encode into one buffer per partition
-//!   ─▶ one write per partition ─▶ fsync touched files (Always)
+//!   (written out each time it reaches WRITE_CHUNK) ─▶ write the rest ─▶ fsync touched files (Always)
 //!   ─▶ publish lengths and end offsets (readers wake) ─▶ resolve futures in order
 //! ```
 //!
@@ -31,6 +31,12 @@ use super::segment::Segment;
 use super::{frame, io_error, lock, sync_dir, FsyncPolicy, Inner};
 
 pub(super) type Reply = oneshot::Sender<LogResult<Vec<i64>>>;
+
+/// Encoded frames are written out once this many bytes are buffered, so that a group of
+/// large records needs a buffer of this size (plus one frame) rather than one as large as
+/// the group, and the bytes are still in cache when they are copied to the file. Nothing
+/// written is visible to readers before the whole group is (see [`PartitionWriter::publish`]).
+const WRITE_CHUNK: usize = 1 << 20;
 
 pub(super) struct Batch {
     records: Vec<Produce>,
@@ -248,6 +254,9 @@ impl PartitionWriter {
         frame::encode_into(&mut self.buf, offset, record);
         self.max_timestamp = self.max_timestamp.max(record.timestamp);
         self.next_offset += 1;
+        if self.buf.len() >= WRITE_CHUNK {
+            self.flush()?;
+        }
         Ok(offset)
     }
 
@@ -428,7 +437,7 @@ impl Writer {
             if let Some(pw) = self.partitions.get_mut(&uid) {
                 pw.touched = false;
                 pw.publish();
-                if pw.buf.capacity() > 16 << 20 {
+                if pw.buf.capacity() > 2 * WRITE_CHUNK {
                     pw.buf = Vec::new();
                 }
             }
