@@ -8,7 +8,9 @@ use sluice_api::{ConnectError, ConnectResult};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
+use super::column::SourceColumn;
 use super::config::{self, AutocreateMode, PostgresConfig, TableFilter};
+use super::envelope::ColumnSpec;
 use super::mapping::{self, PgType};
 
 /// A table the connector captures.
@@ -242,6 +244,22 @@ pub struct TypeResolver {
 }
 
 impl TypeResolver {
+    /// The specs of a table's catalog columns, each type resolved.
+    pub async fn specs(&mut self, client: &Client, cols: &[ColumnMeta]) -> ConnectResult<Vec<ColumnSpec>> {
+        let mut specs = Vec::with_capacity(cols.len());
+        for c in cols {
+            let ty = self.resolve(client, c.type_oid, c.type_modifier).await?;
+            specs.push(ColumnSpec {
+                name: c.name.clone(),
+                source: SourceColumn::of(c.type_oid, c.type_modifier),
+                ty,
+                not_null: c.not_null,
+                pk_position: c.pk_position,
+            });
+        }
+        Ok(specs)
+    }
+
     pub async fn resolve(&mut self, client: &Client, oid: u32, typmod: i32) -> ConnectResult<Option<PgType>> {
         if let Some(t) = mapping::builtin(oid, typmod) {
             return Ok(Some(t));

@@ -34,10 +34,9 @@ use sluice_api::{ConnectResult, SchemaRef, SourceOffset, SourcePartition, Source
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
-use super::column::SourceColumn;
 use super::config::PostgresConfig;
 use super::decode::Datum;
-use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::Modes;
 
 pub const COLLECTIONS: &str = "incremental_snapshot_collections";
@@ -420,17 +419,7 @@ impl Incremental {
                     }
                 }
             }
-            let mut specs = Vec::with_capacity(cols.len());
-            for c in &cols {
-                let ty = resolver.resolve(client, c.type_oid, c.type_modifier).await?;
-                specs.push(ColumnSpec {
-                    name: c.name.clone(),
-                    source: SourceColumn::of(c.type_oid, c.type_modifier),
-                    ty,
-                    not_null: c.not_null,
-                    pk_position: c.pk_position,
-                });
-            }
+            let specs = resolver.specs(client, &cols).await?;
             let table = std::sync::Arc::new(TableSchema::new(
                 &cfg.topic_prefix,
                 &cfg.dbname,
@@ -507,8 +496,8 @@ async fn watermark(client: &Client, table: &TableId, id: &str, kind: &str, data:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::column::ColumnRules;
-    use crate::postgres::envelope::source_schema;
+    use crate::postgres::column::{ColumnRules, SourceColumn};
+    use crate::postgres::envelope::{source_schema, ColumnSpec};
     use crate::postgres::mapping::PgType;
     use crate::postgres::offset::change_offset;
 

@@ -80,10 +80,10 @@ use tokio::task::JoinSet;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
-use super::column::{ColumnRules, SourceColumn};
+use super::column::ColumnRules;
 use super::config::PostgresConfig;
 use super::decode::Datum;
-use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
+use super::envelope::{now_ms, Row, SharedTable, SourceInfo, TableSchema};
 use super::mapping::Modes;
 use super::offset::{snapshot_offset, SnapshotPosition, TableProgress};
 
@@ -395,17 +395,7 @@ async fn open(
     cursor: &str,
 ) -> ConnectResult<(SharedTable, Arc<[usize]>)> {
     let cols = catalog::columns(client, id).await?;
-    let mut specs = Vec::with_capacity(cols.len());
-    for c in &cols {
-        let ty = resolver.resolve(client, c.type_oid, c.type_modifier).await?;
-        specs.push(ColumnSpec {
-            name: c.name.clone(),
-            source: SourceColumn::of(c.type_oid, c.type_modifier),
-            ty,
-            not_null: c.not_null,
-            pk_position: c.pk_position,
-        });
-    }
+    let specs = resolver.specs(client, &cols).await?;
     let mut key: Vec<(usize, usize)> = cols.iter().enumerate().filter_map(|(i, c)| c.pk_position.map(|p| (p, i))).collect();
     key.sort_unstable();
     let key: Arc<[usize]> = key.into_iter().map(|(_, i)| i).collect();
