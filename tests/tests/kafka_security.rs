@@ -133,9 +133,9 @@ fn members_join_over_sasl_ssl_and_refusals_are_named() {
         assert!(err.is_refusal(), "{text}");
         assert!(text.contains("SASL authentication") && text.contains(USER) && !text.contains("not-the-password"), "{text}");
 
-        // A truststore without the broker's CA (the system's roots).
-        let system = "/etc/ssl/certs/ca-certificates.crt";
-        let untrusted = group_settings(&broker, &secured_props(&broker, "SCRAM-SHA-512", &password, system));
+        // A truststore without the broker's CA: only the broker's own (CA-signed) certificate.
+        let leaf = std::path::Path::new(&ca).with_file_name("server.pem");
+        let untrusted = group_settings(&broker, &secured_props(&broker, "SCRAM-SHA-512", &password, leaf.to_str().unwrap()));
         let err = GroupMember::probe(&untrusted).await.expect_err("a certificate outside the truststore is refused");
         assert!(err.is_refusal() && err.to_string().contains("TLS"), "{err}");
     });
