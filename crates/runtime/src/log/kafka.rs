@@ -622,6 +622,18 @@ impl Reader {
     }
 }
 
+/// The producer record of `p`: its partition, timestamp, headers, key and value.
+fn future_record(p: &Produce) -> FutureRecord<'_, [u8], [u8]> {
+    let mut headers = OwnedHeaders::new_with_capacity(p.record.headers.len());
+    for (key, value) in &p.record.headers {
+        headers = headers.insert(Header { key, value: value.as_deref() });
+    }
+    let mut record = FutureRecord::<[u8], [u8]>::to(&p.topic).partition(p.partition).timestamp(p.record.timestamp).headers(headers);
+    record.key = p.record.key.as_deref();
+    record.payload = p.record.value.as_deref();
+    record
+}
+
 #[async_trait]
 impl Log for KafkaLog {
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()> {
@@ -733,13 +745,7 @@ impl Log for KafkaLog {
         let mut deliveries = Vec::with_capacity(records.len());
         let mut failed = None;
         for p in &records {
-            let mut headers = OwnedHeaders::new_with_capacity(p.record.headers.len());
-            for (key, value) in &p.record.headers {
-                headers = headers.insert(Header { key, value: value.as_deref() });
-            }
-            let mut record = FutureRecord::<[u8], [u8]>::to(&p.topic).partition(p.partition).timestamp(p.record.timestamp).headers(headers);
-            record.key = p.record.key.as_deref();
-            record.payload = p.record.value.as_deref();
+            let mut record = future_record(p);
             let deadline = Instant::now() + Duration::from_millis(DEFAULT_DELIVERY_TIMEOUT_MS.parse().unwrap_or(120_000));
             loop {
                 match producer.send_result(record) {

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, Producer};
 
-use super::{client_config, config_error, kafka_error, ClientLog, KafkaOptions, DEFAULT_DELIVERY_TIMEOUT_MS};
+use super::{client_config, config_error, future_record, kafka_error, ClientLog, KafkaOptions, DEFAULT_DELIVERY_TIMEOUT_MS};
 use crate::log::{LogError, LogResult, Produce, Transactional};
 
 pub struct KafkaTransactional {
@@ -67,13 +66,7 @@ impl Transactional for KafkaTransactional {
     fn send(&self, records: &[Produce]) -> LogResult<()> {
         let deadline = Instant::now() + Duration::from_millis(DEFAULT_DELIVERY_TIMEOUT_MS.parse().unwrap_or(120_000));
         for p in records {
-            let mut headers = OwnedHeaders::new_with_capacity(p.record.headers.len());
-            for (key, value) in &p.record.headers {
-                headers = headers.insert(Header { key, value: value.as_deref() });
-            }
-            let mut record = FutureRecord::<[u8], [u8]>::to(&p.topic).partition(p.partition).timestamp(p.record.timestamp).headers(headers);
-            record.key = p.record.key.as_deref();
-            record.payload = p.record.value.as_deref();
+            let mut record = future_record(p);
             loop {
                 match self.producer.send_result(record) {
                     // The delivery is checked by commit, which fails if any record failed.
