@@ -40,6 +40,14 @@ fn writer(pg: &Postgres) -> SqlWriter {
         )
     })
 }
+/// A worker writing schemaless JSON, flushing offsets every 300 ms.
+fn start_worker(dir: &Path) -> Worker {
+    Worker::start(
+        dir,
+        &[("offset.flush.interval.ms", "300"), ("key.converter.schemas.enable", "false"), ("value.converter.schemas.enable", "false")],
+    )
+}
+
 fn consume(data: &Path, topic: &str) -> Vec<Json> {
     let (code, out, err) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
     assert_eq!(code, 0, "{err}");
@@ -70,10 +78,7 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     ));
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut w = Worker::start(
-        dir.path(),
-        &[("offset.flush.interval.ms", "300"), ("key.converter.schemas.enable", "false"), ("value.converter.schemas.enable", "false")],
-    );
+    let mut w = start_worker(dir.path());
     let config = json!({
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": "127.0.0.1",
@@ -232,10 +237,7 @@ fn postgres_parallel_snapshot_survives_sigkills() {
     }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut w = Worker::start(
-        dir.path(),
-        &[("offset.flush.interval.ms", "300"), ("key.converter.schemas.enable", "false"), ("value.converter.schemas.enable", "false")],
-    );
+    let mut w = start_worker(dir.path());
     let config = json!({
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": "127.0.0.1", "database.port": pg.port.to_string(), "database.user": "postgres",
