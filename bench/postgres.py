@@ -9,14 +9,17 @@ One run, one throwaway Postgres 15 (tests/services/postgres.sh), one table
 3. Streaming, each reader from its own slot:
    - pg_recvlogical (pgoutput, proto_version 1, the same publication) to /dev/null, up to
      the end LSN: the physical limit (the walsender decodes; the client only receives);
-   - sluice: Postgres -> embedded log -> discard sink, with JsonConverter schemas off and
-     on, until the sink has consumed N records. The sink only counts, so by default it
-     reads with ByteArrayConverter: the rows measure the source path (Postgres -> records
-     -> JSON -> log), as pg_recvlogical's measures the protocol. --sink-json makes the sink
-     parse the JSON back too (the runtime's JsonConverter, not the connector, then
-     dominates the CPU time).
-4. Snapshot: sluice with snapshot.mode=initial_only and a new slot, until the sink has
-   consumed the N snapshot records.
+   - sluice: Postgres -> embedded log, with JsonConverter schemas off and on, until the
+     connector's committed offset covers the last row (offsets are committed only after
+     the records they cover are durable in the log). This is the source path the goal is
+     about (Postgres -> records -> JSON -> log), as pg_recvlogical's row is the protocol.
+     A one-row marker transaction after the N rows gives the end: its record is the last,
+     so an offset at or past its LSN means every row is in the log.
+   --with-sink adds a discard sink reading the topic back (ByteArrayConverter; with
+   --sink-json it parses the JSON too) and waits for it to consume the N rows instead:
+   end to end, the sink's read path included.
+4. Snapshot: sluice with snapshot.mode=initial_only and a new slot, until the committed
+   offset is the snapshot's last record (or, with --with-sink, the sink consumed N rows).
 
 Prints wall seconds, rows/s, client CPU-seconds, peak RSS and the ratio to pg_recvlogical
 (time of pg_recvlogical / time of the row). Not a test: it asserts nothing; it measures.
@@ -25,7 +28,7 @@ With --baseline BINARY, every sluice row is also run with that binary (an older 
 e.g. main's), against the same Postgres and WAL, so a change is compared under the same
 conditions.
 
-usage: bench/postgres.py [--rows N] [--only NAME] [--baseline BINARY] [--sink-json]
+usage: bench/postgres.py [--rows N] [--only NAME] [--baseline BINARY] [--with-sink [--sink-json]]
 """
 import argparse
 import json
@@ -73,6 +76,11 @@ class Postgres:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def lsn_int(text):
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
 def pg_recvlogical(pg, slot, end_lsn, rows):
     cmd = [os.path.join(PGBIN, "pg_recvlogical"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres",
            "--slot", slot, "--start", "-o", "proto_version=1", "-o", f"publication_names={PUBLICATION}",
@@ -87,10 +95,24 @@ def pg_recvlogical(pg, slot, end_lsn, rows):
     return {"name": "pg_recvlogical (limit)", "wall": wall, "rate": rows / wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
 
-SINK_JSON = False
+SINK = None  # None: source only; "bytes" or "json": a discard sink reads the topic back
 
 
-def run_sluice(binary, pg, name, props, connector, rows):
+def source_done(w, marker_lsn):
+    """True once the connector's committed offset covers the marker row (streaming: an LSN at
+    or past it) or the snapshot's last record (marker_lsn None)."""
+    _, body = http("GET", w.url + "/connectors/pg/offsets")
+    for o in (body or {}).get("offsets", []):
+        off = o["offset"]
+        if marker_lsn is None:
+            if off.get("last_snapshot_record") is True or off.get("snapshot") is not True:
+                return True
+        elif max(off.get("lsn") or 0, off.get("lsn_commit") or 0) >= marker_lsn:
+            return True
+    return False
+
+
+def run_sluice(binary, pg, name, props, connector, rows, marker_lsn):
     config = {
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.user": "postgres", "database.password": "",
@@ -101,13 +123,14 @@ def run_sluice(binary, pg, name, props, connector, rows):
     with StandaloneWorker(binary, props) as w:
         cpu0, _ = w.usage()
         start = time.monotonic()
-        sink = {"connector.class": "discard", "topics": TOPIC}
-        if not SINK_JSON:
-            sink.update({"key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
-                         "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
-        w.create("sink", sink)
+        if SINK:
+            sink = {"connector.class": "discard", "topics": TOPIC}
+            if SINK == "bytes":
+                sink.update({"key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+                             "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
+            w.create("sink", sink)
         w.create("pg", config)
-        while w.sink_committed() < rows:
+        while not (w.sink_committed() >= rows if SINK else source_done(w, marker_lsn)):
             w.check_alive()
             code, status = http("GET", w.url + "/connectors/pg/status")
             failed = [t for t in (status or {}).get("tasks", []) if t.get("state") == "FAILED"]
@@ -124,10 +147,11 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--only", help="run only the sluice configurations whose name contains this")
     ap.add_argument("--baseline", help="also run every sluice row with this binary, labelled 'baseline'")
-    ap.add_argument("--sink-json", action="store_true", help="the discard sink parses the JSON back (JsonConverter) instead of taking bytes")
+    ap.add_argument("--with-sink", action="store_true", help="a discard sink reads the topic back; the rows end when it has consumed them")
+    ap.add_argument("--sink-json", action="store_true", help="with --with-sink: the sink parses the JSON back (JsonConverter) instead of taking bytes")
     args = ap.parse_args()
-    global SINK_JSON
-    SINK_JSON = args.sink_json
+    global SINK
+    SINK = ("json" if args.sink_json else "bytes") if args.with_sink else None
     rows = args.rows - args.rows % 1000
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
     binary = os.path.join(TARGET, "release", "sluice")
@@ -145,21 +169,25 @@ def main():
             f"INSERT INTO bench SELECT g, 'name ' || g, g % 100, g % 1000, md5(g::text), now() FROM generate_series({a}, {a + 999}) g;\n"
             for a in range(1, rows + 1, 1000)))
         insert = time.monotonic() - t0
+        # The marker: one more row in its own transaction, so its record is the stream's last.
+        marker_lsn = lsn_int(pg.psql("SELECT pg_current_wal_insert_lsn()"))
+        pg.psql(f"INSERT INTO bench VALUES ({rows + 1}, 'marker', 0, 0, '', now())")
         end_lsn = pg.psql("SELECT pg_current_wal_lsn()")
         wal_mb = int(pg.psql(f"SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = 'recv'")) / 1e6
 
         results = [pg_recvlogical(pg, "recv", end_lsn, rows)]
         for name, bin_, slot, props in streaming:
-            results.append(run_sluice(bin_, pg, name, props, {"slot.name": slot, "snapshot.mode": "no_data"}, rows))
-        snapshot = [run_sluice(bin_, pg, f"{name} snapshot", props, {"slot.name": slot + "_snap", "snapshot.mode": "initial_only"}, rows)
+            results.append(run_sluice(bin_, pg, name, props, {"slot.name": slot, "snapshot.mode": "no_data"}, rows, marker_lsn))
+        snapshot = [run_sluice(bin_, pg, f"{name} snapshot", props, {"slot.name": slot + "_snap", "snapshot.mode": "initial_only"}, rows, None)
                     for name, bin_, slot, props in streaming]
     finally:
         pg.stop()
 
     limit = results[0]["wall"]
     print(f"\nPostgres 15 -> sluice, {rows:,} rows inserted in 1,000-row transactions ({insert:.1f} s, {wal_mb:.0f} MB of WAL), {os.cpu_count()} cores")
-    print("streaming: each reader drains the same WAL from its own slot; sluice: Postgres -> embedded log -> discard sink "
-          f"({'JsonConverter' if SINK_JSON else 'ByteArrayConverter'})\n")
+    path = f"embedded log -> discard sink ({'JsonConverter' if SINK == 'json' else 'ByteArrayConverter'})" if SINK else \
+        "embedded log (done when the committed source offset covers the last row)"
+    print(f"streaming: each reader drains the same WAL from its own slot; sluice: Postgres -> {path}\n")
     header = f"| {'reader':<32} | {'wall s':>7} | {'rows/s':>9} | {'vs limit':>8} | {'CPU s':>6} | {'CPU s/M rows':>12} | {'peak RSS MB':>11} |"
     print(header)
     print(f"|{'-'*34}|{'-'*9}|{'-'*11}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")
