@@ -65,6 +65,10 @@ impl Headers {
 /// A record produced by a source task.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SourceRecord {
+    /// Where the record came from. An empty partition means the record has no position of
+    /// its own (Connect's null `sourcePartition`): it is never committed as an offset, and
+    /// the next record with a position covers it, so a task must end every batch with a
+    /// positioned record for its progress to move.
     pub source_partition: SourcePartition,
     pub source_offset: SourceOffset,
     pub topic: String,

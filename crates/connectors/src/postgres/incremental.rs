@@ -244,9 +244,10 @@ impl Incremental {
         o.insert(MAXIMUM_KEY.into(), self.max_key.as_ref().map_or(Json::Null, |k| json!(json!(k).to_string())));
     }
 
-    /// Adds the incremental snapshot's progress to an offset that does not have it yet.
+    /// Adds the incremental snapshot's progress to an offset that does not have it yet (a
+    /// record without a position, an empty offset, gets none).
     pub fn stamp(&self, o: &mut SourceOffset) {
-        if self.running() && !o.contains_key(COLLECTIONS) {
+        if self.running() && !o.is_empty() && !o.contains_key(COLLECTIONS) {
             self.stamp_with(o, self.last_key.as_ref());
         }
     }
@@ -588,6 +589,9 @@ mod tests {
         assert_eq!(s.last_key, Some(vec!["4".into()]));
         assert!(s.wants_chunk());
         let mut o = SourceOffset::new();
+        s.stamp(&mut o);
+        assert!(o.is_empty(), "a record without a position gets no progress");
+        o.insert("lsn".into(), json!(130));
         s.stamp(&mut o);
         assert_eq!(o[PRIMARY_KEY], json!("[\"4\"]"));
         // The progress survives a restart through the offset.

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pgwire_replication::{Lsn, PgWireError, ReplicationClient, ReplicationConfig, ReplicationEvent};
-use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourcePartition, SourceRecord, Struct, Value};
+use sluice_api::{ConnectError, ConnectResult, Schema, SchemaRef, SourceOffset, SourcePartition, SourceRecord, Struct, Value};
 use tokio_postgres::Client;
 
 use super::catalog::{self, TableId, TypeResolver};
@@ -157,6 +157,22 @@ pub struct Stream {
     last_commit_lsn: Lsn,
     last_heartbeat: Instant,
     heartbeat_lsn: Lsn,
+    /// The position of the newest change record handed out without one (see [`Tail`]).
+    tail: Option<Tail>,
+}
+
+/// Change records are built without a source position: inside a batch, only the last one
+/// can become the committed offset (the runtime commits the newest position it has, and a
+/// record without one is covered by the next that has it). Building the offset map of
+/// every change cost as much as converting it, so only the batch's last change record gets
+/// one, from this, when the batch ends (or before a signal changes what offsets carry).
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    lsn: Lsn,
+    commit_lsn: Lsn,
+    xid: u32,
+    ts_usec: i64,
+    seq: u64,
 }
 
 impl Stream {
@@ -177,6 +193,7 @@ impl Stream {
             last_commit_lsn: handed.resume,
             last_heartbeat: Instant::now(),
             heartbeat_lsn: handed.resume,
+            tail: None,
         })
     }
 
@@ -280,7 +297,19 @@ impl Stream {
                 break;
             }
         }
+        self.settle_tail(ctx, &mut out);
+        debug_assert!(out.last().is_none_or(|r| !r.source_partition.is_empty()), "a batch ends with a record that has a position");
         Ok(Batch { records: out, idle_end })
+    }
+
+    /// Gives the last record its position when it was built without one.
+    fn settle_tail(&mut self, ctx: &mut StreamContext<'_>, out: &mut [SourceRecord]) {
+        let Some(t) = self.tail.take() else { return };
+        if let Some(r) = out.last_mut().filter(|r| r.source_partition.is_empty()) {
+            r.source_partition = ctx.partition.clone();
+            r.source_offset = change_offset(t.lsn, t.commit_lsn, i64::from(t.xid), t.ts_usec, t.seq);
+            ctx.incremental.stamp(&mut r.source_offset);
+        }
     }
 
     async fn relation(&mut self, ctx: &mut StreamContext<'_>, rel: Relation) -> ConnectResult<()> {
@@ -401,15 +430,18 @@ impl Stream {
             snapshot: "false",
             tx_id: Some(i64::from(xid)),
             lsn: Some(lsn.0),
-            sequence: Some(format!("[\"{}\",\"{}\"]", self.last_commit_lsn.0, lsn.0)),
+            sequence: Some(sequence(self.last_commit_lsn, lsn)),
         };
         let offset = || change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, seq);
+        // Change records leave their position to the tail (see [`Tail`]).
+        let no_position = SourcePartition::new();
+        let unpositioned = SourceOffset::new;
         let skipped = |op: char| ctx.cfg.skipped.contains(&op);
         match msg {
             Message::Insert { relation, new } => {
                 // (The signal table is read below even when it is not captured.)
                 if let Some(t) = self.table(relation)?.filter(|_| !skipped('c')) {
-                    out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, ctx.partition, offset()));
+                    out.push(t.record('c', Row::NONE, t.row(&new)?, &info, ctx.source_schema, &no_position, unpositioned()));
                 }
             }
             Message::Update { relation, old, new } => {
@@ -423,22 +455,22 @@ impl Stream {
                 if key_changed {
                     // A primary key change is a delete of the old key and a create of the new one.
                     if !skipped('d') {
-                        let d = t.record('d', before, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
+                        let d = t.record('d', before, Row::NONE, &info, ctx.source_schema, &no_position, unpositioned());
                         let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                         out.push(d);
                         out.extend(tomb);
                     }
                     if !skipped('c') {
-                        out.push(t.record('c', Row::NONE, after, &info, ctx.source_schema, ctx.partition, offset()));
+                        out.push(t.record('c', Row::NONE, after, &info, ctx.source_schema, &no_position, unpositioned()));
                     }
                 } else if !skipped('u') {
-                    out.push(t.record('u', before, after, &info, ctx.source_schema, ctx.partition, offset()));
+                    out.push(t.record('u', before, after, &info, ctx.source_schema, &no_position, unpositioned()));
                 }
             }
             Message::Delete { relation, old } => {
                 let Some(t) = self.table(relation)? else { return Ok(()) };
                 if !skipped('d') {
-                    let d = t.record('d', t.row(old.datums())?, Row::NONE, &info, ctx.source_schema, ctx.partition, offset());
+                    let d = t.record('d', t.row(old.datums())?, Row::NONE, &info, ctx.source_schema, &no_position, unpositioned());
                     let tomb = ctx.cfg.tombstones_on_delete.then(|| t.tombstone(&d));
                     out.push(d);
                     out.extend(tomb);
@@ -447,7 +479,7 @@ impl Stream {
             Message::Truncate { relations, .. } if !skipped('t') => {
                 for oid in relations {
                     if let Some(t) = self.table(oid)? {
-                        out.push(t.truncate(&info, ctx.source_schema, ctx.partition, offset()));
+                        out.push(t.truncate(&info, ctx.source_schema, &no_position, unpositioned()));
                     }
                 }
             }
@@ -467,7 +499,12 @@ impl Stream {
         for r in &mut out[first_any..] {
             ctx.incremental.stamp(&mut r.source_offset);
         }
+        if out.len() > first {
+            self.tail = Some(Tail { lsn, commit_lsn, xid, ts_usec, seq });
+        }
         if let Some(signal) = signal {
+            // The signal changes what offsets carry: the changes before it get theirs now.
+            self.settle_tail(ctx, out);
             let emit = Emit { base: offset(), lsn, tx_id: i64::from(xid), source_schema: ctx.source_schema, partition: ctx.partition };
             let reads = ctx.incremental.signal(ctx.cfg, ctx.catalog, &signal, emit).await?;
             out.extend(reads);
@@ -476,6 +513,19 @@ impl Stream {
         *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };
         Ok(())
     }
+}
+
+/// Debezium's `source.sequence`: `["<last commit lsn>","<lsn>"]` (without `format!`: this is
+/// built for every change).
+fn sequence(last_commit: Lsn, lsn: Lsn) -> String {
+    let mut b = itoa::Buffer::new();
+    let mut s = String::with_capacity(48);
+    s.push_str("[\"");
+    s.push_str(b.format(last_commit.0));
+    s.push_str("\",\"");
+    s.push_str(b.format(lsn.0));
+    s.push_str("\"]");
+    s
 }
 
 /// `schema.table` of a change event, from its `source` block.
@@ -502,5 +552,16 @@ fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
         value: Value::Struct(Struct::from_values(value_schema.clone(), vec![Value::Int64(ts)])),
         value_schema: Some(value_schema),
         ..SourceRecord::default()
+    }
+}
+
+#[cfg(test)]
+mod sequence_tests {
+    use super::*;
+
+    #[test]
+    fn sequence_is_debeziums_pair_of_quoted_lsns() {
+        assert_eq!(sequence(Lsn(22_910_000), Lsn(22_910_216)), r#"["22910000","22910216"]"#);
+        assert_eq!(sequence(Lsn(0), Lsn(u64::MAX)), format!(r#"["0","{}"]"#, u64::MAX));
     }
 }

@@ -861,7 +861,14 @@ async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_
     let pg = Pg::start();
     let db = pg.client("postgres").await;
     db.batch_execute("CREATE TABLE x (id int PRIMARY KEY); CREATE TABLE y (id int PRIMARY KEY);").await.unwrap();
-    let props = pg.props(&[("slot.name", "s_tx"), ("snapshot.mode", "no_data"), ("provide.transaction.metadata", "true")]);
+    // One record per batch: only a batch's last change record carries a position, and this
+    // restarts from inside the transaction, after each record.
+    let props = pg.props(&[
+        ("slot.name", "s_tx"),
+        ("snapshot.mode", "no_data"),
+        ("provide.transaction.metadata", "true"),
+        ("max.batch.size", "1"),
+    ]);
     let mut task = start_task(&props, None).await.unwrap();
     db.batch_execute("BEGIN; INSERT INTO x VALUES (1); INSERT INTO y VALUES (1); INSERT INTO x VALUES (2); COMMIT;").await.unwrap();
     let mut all = Vec::new();
@@ -918,6 +925,38 @@ async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_
         let single = ["BEGIN count=None", "srv.public.y total=Some(1) dc=Some(1)", "END count=Some(1)"];
         assert_eq!(shape(&again)[expect_rest..], single.repeat(k + 1), "after record {i}");
     }
+}
+
+/// Inside a batch only the last record carries a source position; the runtime commits the
+/// newest position it has, which covers the records before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_batch_ends_with_the_only_positioned_change_record() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("CREATE TABLE z (id int PRIMARY KEY, v text)").await.unwrap();
+    let props = pg.props(&[("slot.name", "s_pos"), ("snapshot.mode", "no_data"), ("max.batch.size", "4")]);
+    let mut task = start_task(&props, None).await.unwrap();
+    db.batch_execute("BEGIN; INSERT INTO z SELECT g, 'v' FROM generate_series(1, 10) g; DELETE FROM z WHERE id = 10; COMMIT;")
+        .await
+        .unwrap();
+    let (mut seen, mut batches) = (0, 0);
+    let until = Instant::now() + Duration::from_secs(30);
+    // 10 creates, a delete and its tombstone.
+    while seen < 12 {
+        assert!(Instant::now() < until, "timed out after {seen} records");
+        let batch = task.poll().await.expect("poll");
+        let Some((last, rest)) = batch.split_last() else { continue };
+        batches += 1;
+        seen += batch.len();
+        assert_eq!(last.source_partition, partition(), "the batch's last record has the position");
+        assert!(last.source_offset.get("lsn").and_then(|v| v.as_u64()).is_some(), "{:?}", last.source_offset);
+        assert!(last.source_offset.get("txn_seq").is_some(), "{:?}", last.source_offset);
+        for r in rest {
+            assert!(r.source_partition.is_empty() && r.source_offset.is_empty(), "{r:?}");
+        }
+    }
+    assert!(batches >= 3, "max.batch.size=4 splits the 12 records ({batches} batches)");
+    task.stop().await.unwrap();
 }
 
 fn status(r: &SourceRecord) -> String {

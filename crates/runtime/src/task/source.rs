@@ -457,13 +457,18 @@ impl SourceRunner {
     }
 }
 
-/// Records `offset` as the newest of its source partition in this batch.
+/// Records `offset` as the newest of its source partition in this batch. A record without
+/// a source partition has no position of its own (Connect's null `sourcePartition`): the
+/// next record with one covers it.
 fn track(
     newest: &mut Vec<(SourcePartition, SourceOffset)>,
     index: &mut HashMap<String, usize>,
     partition: SourcePartition,
     offset: SourceOffset,
 ) {
+    if partition.is_empty() {
+        return;
+    }
     // Most batches come from one source partition: compare with the last one before paying
     // for a canonical key.
     match newest.last_mut() {

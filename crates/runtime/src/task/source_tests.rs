@@ -77,9 +77,10 @@ impl SourceTask for Batches {
         };
         Ok(batch
             .into_iter()
+            // A negative `i` is a record without a position of its own.
             .map(|i| SourceRecord {
-                source_partition: [("p".to_owned(), json!(0))].into_iter().collect(),
-                source_offset: [("i".to_owned(), json!(i))].into_iter().collect(),
+                source_partition: if i < 0 { SourcePartition::new() } else { [("p".to_owned(), json!(0))].into_iter().collect() },
+                source_offset: if i < 0 { SourceOffset::new() } else { [("i".to_owned(), json!(i))].into_iter().collect() },
                 topic: "rows".into(),
                 partition: Some(0),
                 key_schema: None,
@@ -205,4 +206,28 @@ async fn a_large_poll_is_appended_in_chunks_in_order() {
     assert_eq!(read, (0..=n).map(|i| format!("{i}:{}", "x".repeat(value_len))).collect::<Vec<_>>());
     let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
     assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(n));
+}
+
+/// Records without a source partition are appended like any other, but never become the
+/// committed offset: the newest positioned record before them stays the position.
+#[tokio::test]
+async fn records_without_a_position_are_written_but_never_committed_as_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut r, done, _target) = runner(dir.path(), Vec::new(), Boundary::Poll, Arc::new(Recording::default())).await;
+    r.exactly_once = None;
+    r.task = Box::new(Batches { batches: vec![vec![-1, 2, -3], vec![-4]].into(), done: done.clone(), value_len: 0 });
+    let (log, offsets) = (r.log.clone(), r.offsets.clone());
+    r.run(done).await.unwrap();
+    let tp = sluice_api::TopicPartition::new("rows", 0);
+    let read: Vec<String> = log
+        .read(&tp, 0, 1 << 20, Duration::ZERO)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| String::from_utf8(s.record.value.unwrap()).unwrap())
+        .collect();
+    assert_eq!(read, ["-1", "2", "-3", "-4"]);
+    let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
+    assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(2));
+    assert_eq!(offsets.get("c", &SourcePartition::new()), None, "no offset is stored under an empty partition");
 }

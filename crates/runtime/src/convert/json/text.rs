@@ -13,7 +13,6 @@
 //! `"-Infinity"` (Jackson's default `WRITE_NAN_AS_STRINGS`).
 
 use std::fmt;
-use std::fmt::Write as _;
 use std::ops::Range;
 
 use sluice_api::text as java_text;
@@ -466,10 +465,10 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Writes an integer in decimal, without the temporary `String` of `to_string`.
-pub(crate) fn write_int(out: &mut String, v: impl fmt::Display) {
-    // Writing to a `String` cannot fail.
-    let _ = write!(out, "{v}");
+/// Writes an integer in decimal, without the temporary `String` of `to_string` (or the
+/// formatting machinery of `write!`).
+pub(crate) fn write_int<I: itoa::Integer + Copy>(out: &mut String, v: &I) {
+    out.push_str(itoa::Buffer::new().format(*v));
 }
 
 /// Writes a double as Jackson does: Java's `Double.toString`, non-finite values quoted.
