@@ -5,7 +5,7 @@
 //! ```text
 //! open(partitions) ─▶ read sluice_sink_offsets ─▶ ctx.request_offset(tp, next)
 //! put(records) ─▶ drop records below the stored next offset (applied already)
-//!              ─▶ per batch.size records: build Batch ─▶ Dialect::write (data + offsets, one tx)
+//!              ─▶ chunks of equal size, at most batch.size: build Batch ─▶ Dialect::write (data + offsets, one tx)
 //!              ─▶ data error: find the record at fault, report it (errors.* decide:
 //!                 fail, or dead-letter durably), write the rest with the same offsets
 //!              ─▶ durable[tp] = next offset of the batch
@@ -17,7 +17,8 @@
 //!
 //! ## The last chunk of a put is written in the background
 //! `put` returns once the last chunk's transaction is on its way; the runtime reads and
-//! converts the next records and the next `put` builds its first batch meanwhile, so the
+//! converts the next records and the next `put` builds its first batch meanwhile (from the
+//! offsets known then; it is built again if the write fails or the offsets change), so the
 //! target and this process work at the same time across puts too. The next `put`,
 //! `pre_commit`, `close` and `stop` first wait for that write ([`JdbcSinkTask::settle`]).
 //! Its records are kept until it is durable: when it fails, they are written again
@@ -143,8 +144,9 @@ impl JdbcSinkTask {
 
     /// Waits for the background write, if any, and makes its outcome count: on success
     /// its offsets are durable; on failure its records are written again here, with the
-    /// usual error handling. An error leaves the records held for the next call.
-    async fn settle(&mut self) -> ConnectResult<()> {
+    /// usual error handling. An error leaves the records held for the next call. `true`
+    /// when nothing but `durable` changed (no write failed, nothing was written again).
+    async fn settle(&mut self) -> ConnectResult<bool> {
         if let Some(InFlight { records, handle }) = self.in_flight.take() {
             let (dialect, batch, result) = match handle.await {
                 Ok(done) => done,
@@ -167,7 +169,7 @@ impl JdbcSinkTask {
                 }
             }
         }
-        let Some(held) = self.held.clone() else { return Ok(()) };
+        let Some(held) = self.held.clone() else { return Ok(true) };
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
                 ErrorKind::Retriable => self.retry_or_fail(e).await,
@@ -182,7 +184,7 @@ impl JdbcSinkTask {
             self.write_chunk(&connector, &rest, None).await?;
         }
         self.held = None;
-        Ok(())
+        Ok(false)
     }
 
     fn reporter(&self) -> Option<Arc<dyn ErrantRecordReporter>> {
@@ -271,6 +273,13 @@ impl JdbcSinkTask {
     }
 }
 
+/// The sizes of the chunks `n` records are written in: as few as `batch_size` allows, of
+/// equal size (within one), so a put never ends in a small remainder transaction.
+fn chunk_sizes(n: usize, batch_size: usize) -> impl Iterator<Item = usize> {
+    let count = n.div_ceil(batch_size.max(1));
+    (0..count).map(move |i| n / count + usize::from(i < n % count))
+}
+
 #[async_trait]
 impl SinkTask for JdbcSinkTask {
     async fn start(&mut self, ctx: SinkTaskContext) -> ConnectResult<()> {
@@ -301,28 +310,43 @@ impl SinkTask for JdbcSinkTask {
         if records.is_empty() {
             return Ok(());
         }
-        self.settle().await?;
+        let cfg = self.cfg.clone().expect("started");
+        let durable = &self.durable;
+        let applied = |r: &SinkRecord| durable.get(&r.topic_partition()).is_some_and(|next| r.offset < *next);
+        let mut pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
+        // The first chunk is built while the last put's last chunk is still being written.
+        let early: Option<Built> = (self.in_flight.is_some() && self.held.is_none() && !self.reread && self.unread.is_empty())
+            .then(|| {
+                let mut tables = self.topic_tables.clone();
+                let first = chunk_sizes(pending.len(), cfg.batch_size).next().unwrap_or(0);
+                (batch::build(&cfg, &pending[..first], &mut tables), tables)
+            });
+        let clean = self.settle().await?;
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
                 ErrorKind::Retriable => self.retry_or_fail(e).await,
                 _ => ConnectError::fatal_from("cannot read the stored offsets", e),
             });
         }
+        let before = pending.len();
         let durable = &self.durable;
-        let pending: Vec<SinkRecord> =
-            records.into_iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).collect();
-        let cfg = self.cfg.clone().expect("started");
+        pending.retain(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next));
+        // What settle or the offsets changed invalidates the early build.
+        let mut early = early.filter(|_| clean && pending.len() == before);
         let connector = self.connector();
-        let mut chunks: Vec<Arc<Vec<SinkRecord>>> = Vec::new();
-        let mut pending = pending.into_iter().peekable();
-        while pending.peek().is_some() {
-            chunks.push(Arc::new(pending.by_ref().take(cfg.batch_size).collect()));
-        }
+        let sizes = chunk_sizes(pending.len(), cfg.batch_size);
+        let mut pending = pending.into_iter();
+        let chunks: Vec<Arc<Vec<SinkRecord>>> = sizes.map(|n| Arc::new(pending.by_ref().take(n).collect())).collect();
         // While one chunk is written, the next one is built on another thread: the target
         // and this process work at the same time.
         let mut ahead: Option<tokio::task::JoinHandle<Built>> = None;
         for (i, chunk) in chunks.iter().enumerate() {
-            let built = match ahead.take() {
+            let built = match early.take() {
+                Some((batch, tables)) => {
+                    self.topic_tables = tables;
+                    Some(batch)
+                }
+                None => match ahead.take() {
                 Some(handle) => match handle.await {
                     Ok((batch, tables)) => {
                         self.topic_tables = tables;
@@ -334,6 +358,7 @@ impl SinkTask for JdbcSinkTask {
                     let batch = batch::build(&cfg, chunk, &mut self.topic_tables);
                     Some(batch)
                 }
+            },
             };
             if let Some(next) = chunks.get(i + 1).filter(|_| built.as_ref().is_some_and(Result::is_ok)) {
                 let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());
@@ -395,5 +420,28 @@ impl SinkTask for JdbcSinkTask {
         self.held = None;
         self.dialect = None;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_sizes;
+
+    #[test]
+    fn chunks_are_even_and_never_over_the_batch_size() {
+        let sizes = |n, b| chunk_sizes(n, b).collect::<Vec<_>>();
+        assert_eq!(sizes(3231, 3000), [1616, 1615]);
+        assert_eq!(sizes(7, 3), [3, 2, 2]);
+        assert_eq!(sizes(6000, 3000), [3000, 3000]);
+        assert_eq!(sizes(1, 500), [1]);
+        assert_eq!(sizes(0, 500), Vec::<usize>::new());
+        for n in 0..200 {
+            for b in 1..20 {
+                let s = sizes(n, b);
+                assert_eq!(s.iter().sum::<usize>(), n);
+                assert!(s.iter().all(|&c| c >= 1 && c <= b), "{n} {b} {s:?}");
+                assert_eq!(s.len(), n.div_ceil(b));
+            }
+        }
     }
 }
