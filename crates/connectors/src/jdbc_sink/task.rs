@@ -315,12 +315,11 @@ impl SinkTask for JdbcSinkTask {
         let applied = |r: &SinkRecord| durable.get(&r.topic_partition()).is_some_and(|next| r.offset < *next);
         let mut pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
         // The first chunk is built while the last put's last chunk is still being written.
-        let early: Option<Built> = (self.in_flight.is_some() && self.held.is_none() && !self.reread && self.unread.is_empty())
-            .then(|| {
-                let mut tables = self.topic_tables.clone();
-                let first = chunk_sizes(pending.len(), cfg.batch_size).next().unwrap_or(0);
-                (batch::build(&cfg, &pending[..first], &mut tables), tables)
-            });
+        let early: Option<Built> = (self.in_flight.is_some() && self.held.is_none() && !self.reread && self.unread.is_empty()).then(|| {
+            let mut tables = self.topic_tables.clone();
+            let first = chunk_sizes(pending.len(), cfg.batch_size).next().unwrap_or(0);
+            (batch::build(&cfg, &pending[..first], &mut tables), tables)
+        });
         let clean = self.settle().await?;
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
@@ -347,18 +346,18 @@ impl SinkTask for JdbcSinkTask {
                     Some(batch)
                 }
                 None => match ahead.take() {
-                Some(handle) => match handle.await {
-                    Ok((batch, tables)) => {
-                        self.topic_tables = tables;
+                    Some(handle) => match handle.await {
+                        Ok((batch, tables)) => {
+                            self.topic_tables = tables;
+                            Some(batch)
+                        }
+                        Err(e) => return Err(ConnectError::fatal(format!("building a batch failed: {e}"))),
+                    },
+                    None => {
+                        let batch = batch::build(&cfg, chunk, &mut self.topic_tables);
                         Some(batch)
                     }
-                    Err(e) => return Err(ConnectError::fatal(format!("building a batch failed: {e}"))),
                 },
-                None => {
-                    let batch = batch::build(&cfg, chunk, &mut self.topic_tables);
-                    Some(batch)
-                }
-            },
             };
             if let Some(next) = chunks.get(i + 1).filter(|_| built.as_ref().is_some_and(Result::is_ok)) {
                 let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());

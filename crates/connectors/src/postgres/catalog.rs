@@ -126,8 +126,13 @@ fn db_message(e: &tokio_postgres::Error) -> String {
 
 /// Wraps a query error: lost connections are retriable, the rest fatal.
 pub fn query_error(what: &str, e: tokio_postgres::Error) -> ConnectError {
+    // The server ending the session (shutdown, restart, an administrator's
+    // pg_terminate_backend: SQLSTATE 57P0x) or a connection failure (class 08) is transient.
+    let ended = e.code().is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"));
     if e.is_closed() || e.as_db_error().is_none() {
         ConnectError::retriable_from(format!("{what}: connection to postgres lost"), e)
+    } else if ended {
+        ConnectError::retriable_from(format!("{what}: the server ended the session: {}", db_message(&e)), e)
     } else {
         let msg = format!("{what}: {}", db_message(&e));
         ConnectError::fatal_from(msg, e)

@@ -234,6 +234,11 @@ impl SnapshotReader {
         self.lsn
     }
 
+    /// Whether a session failed in a way a new reader can get past (a lost connection).
+    pub fn lost_a_session(&self) -> bool {
+        matches!(self.failed, Some((true, _)))
+    }
+
     /// Up to `max` records; `None` once every record (the last included) was returned.
     /// Waits for the first record; returns with what has arrived after that.
     pub async fn next_batch(&mut self, max: usize) -> ConnectResult<Option<Vec<SourceRecord>>> {

@@ -21,25 +21,32 @@ use sluice_api::{ConnectError, ConnectResult, SchemaRef, SourceOffset, SourcePar
 use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::{self, TypeResolver};
+use super::catalog::{self, TableId, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
 use super::incremental::Incremental;
 use super::mapping::Modes;
-use super::offset::{self, Progress, SnapshotState, StoredOffset};
+use super::offset::{self, Progress, SnapshotPosition, SnapshotState, StoredOffset};
 use super::replication::{self, Handed, Stream, StreamContext};
 use super::snapshot::{SnapshotReader, SnapshotSettings};
 
 enum Phase {
-    Snapshot {
-        reader: Box<SnapshotReader>,
-        /// Holds the exported snapshot alive while it is read.
-        _export_session: Option<ReplicationClient>,
-        then_stream: bool,
-    },
+    Snapshot(Box<SnapshotRun>),
     Streaming,
     Done,
+}
+
+struct SnapshotRun {
+    reader: SnapshotReader,
+    /// Holds the exported snapshot alive while it is read.
+    _export_session: Option<ReplicationClient>,
+    then_stream: bool,
+    /// The tables to snapshot and where this run started (`None`: from the start).
+    tables: Vec<TableId>,
+    started_at: Option<SnapshotPosition>,
+    /// The offset of the last record handed out: where the snapshot stands.
+    handed: Option<SourceOffset>,
 }
 
 struct Running {
@@ -161,20 +168,23 @@ impl Running {
                 (None, None, from)
             };
             let snapshot_client = catalog::connect(&cfg).await.map_err(|(_, e)| e)?;
-            let settings = SnapshotSettings {
-                prefix: cfg.topic_prefix.clone(),
-                db: cfg.dbname.clone(),
-                modes: modes.clone(),
-                fetch_size: cfg.snapshot_fetch_size.min(cfg.max_batch_size),
-                threads: cfg.snapshot_max_threads,
-                source_schema: source_schema.clone(),
-                partition: partition.clone(),
-                rules: Arc::new(cfg.columns.clone()),
-            };
+            let settings = snapshot_settings(&cfg, &modes, &source_schema, &partition);
+            let started_at = resume.map(|(at, _)| at);
             let reader =
-                SnapshotReader::begin(&cfg, snapshot_client, tables, exported.as_deref(), lsn, resume.map(|(at, _)| at), settings).await?;
+                SnapshotReader::begin(&cfg, snapshot_client, tables.clone(), exported.as_deref(), lsn, started_at.clone(), settings)
+                    .await?;
             let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
-            (Phase::Snapshot { reader: Box::new(reader), _export_session: export_session, then_stream }, Handed { resume: lsn, skip })
+            (
+                Phase::Snapshot(Box::new(SnapshotRun {
+                    reader,
+                    _export_session: export_session,
+                    then_stream,
+                    tables,
+                    started_at,
+                    handed: None,
+                })),
+                Handed { resume: lsn, skip },
+            )
         } else {
             let from = match (streaming_from, slot_lsn) {
                 (Some(o), _) => o.resume_lsn(),
@@ -206,15 +216,39 @@ impl Running {
     async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
         let max = self.cfg.max_batch_size;
         match &mut self.phase {
-            Phase::Snapshot { reader, then_stream, .. } => match reader.next_batch(max).await? {
-                Some(records) => Ok(records),
-                None => {
-                    let next = if *then_stream { Phase::Streaming } else { Phase::Done };
-                    self.handed.resume = self.handed.resume.max(reader.lsn());
-                    self.phase = next;
-                    Ok(Vec::new())
+            Phase::Snapshot(run) => {
+                let SnapshotRun { reader, then_stream, tables, started_at, handed, .. } = &mut **run;
+                if reader.lost_a_session() {
+                    // A lost session (the server restarted, a backend was ended): the
+                    // snapshot goes on after the last record handed out, on a new snapshot,
+                    // as a restarted task would from that record's offset. Until the server
+                    // takes sessions again, each poll fails retriably.
+                    let resume = match handed.as_ref() {
+                        Some(o) => StoredOffset::parse(o)?.snapshot_position,
+                        None => started_at.clone(),
+                    };
+                    let client = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                    let settings = snapshot_settings(&self.cfg, &self.modes, &self.source_schema, &self.partition);
+                    let lsn = reader.lsn();
+                    tracing::info!(%lsn, resumed = resume.is_some(), "a snapshot session was lost: the snapshot continues after the last record handed out, on a new snapshot");
+                    let fresh = SnapshotReader::begin(&self.cfg, client, tables.clone(), None, lsn, resume, settings).await?;
+                    *reader = fresh;
                 }
-            },
+                match reader.next_batch(max).await? {
+                    Some(records) => {
+                        if let Some(last) = records.last() {
+                            *handed = Some(last.source_offset.clone());
+                        }
+                        Ok(records)
+                    }
+                    None => {
+                        let next = if *then_stream { Phase::Streaming } else { Phase::Done };
+                        self.handed.resume = self.handed.resume.max(reader.lsn());
+                        self.phase = next;
+                        Ok(Vec::new())
+                    }
+                }
+            }
             Phase::Done => {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(self.cfg.poll_interval_ms)) => {}
@@ -294,6 +328,19 @@ impl Running {
     }
 }
 
+fn snapshot_settings(cfg: &PostgresConfig, modes: &Modes, source_schema: &SchemaRef, partition: &SourcePartition) -> SnapshotSettings {
+    SnapshotSettings {
+        prefix: cfg.topic_prefix.clone(),
+        db: cfg.dbname.clone(),
+        modes: modes.clone(),
+        fetch_size: cfg.snapshot_fetch_size.min(cfg.max_batch_size),
+        threads: cfg.snapshot_max_threads,
+        source_schema: source_schema.clone(),
+        partition: partition.clone(),
+        rules: Arc::new(cfg.columns.clone()),
+    }
+}
+
 #[async_trait]
 impl SourceTask for PostgresSourceTask {
     async fn start(&mut self, ctx: SourceTaskContext) -> ConnectResult<()> {
@@ -319,7 +366,7 @@ impl SourceTask for PostgresSourceTask {
         if let Some(s) = r.stream.take() {
             s.close().await;
         }
-        if let Phase::Snapshot { .. } = r.phase {
+        if let Phase::Snapshot(_) = r.phase {
             r.phase = Phase::Done; // drops the export session and the snapshot transaction
         }
         if r.cfg.slot_drop_on_stop {

@@ -863,12 +863,8 @@ async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_
     db.batch_execute("CREATE TABLE x (id int PRIMARY KEY); CREATE TABLE y (id int PRIMARY KEY);").await.unwrap();
     // One record per batch: only a batch's last change record carries a position, and this
     // restarts from inside the transaction, after each record.
-    let props = pg.props(&[
-        ("slot.name", "s_tx"),
-        ("snapshot.mode", "no_data"),
-        ("provide.transaction.metadata", "true"),
-        ("max.batch.size", "1"),
-    ]);
+    let props =
+        pg.props(&[("slot.name", "s_tx"), ("snapshot.mode", "no_data"), ("provide.transaction.metadata", "true"), ("max.batch.size", "1")]);
     let mut task = start_task(&props, None).await.unwrap();
     db.batch_execute("BEGIN; INSERT INTO x VALUES (1); INSERT INTO y VALUES (1); INSERT INTO x VALUES (2); COMMIT;").await.unwrap();
     let mut all = Vec::new();
@@ -925,6 +921,63 @@ async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_
         let single = ["BEGIN count=None", "srv.public.y total=Some(1) dc=Some(1)", "END count=Some(1)"];
         assert_eq!(shape(&again)[expect_rest..], single.repeat(k + 1), "after record {i}");
     }
+}
+
+/// A snapshot session lost mid-snapshot (its backend ended, as in a server restart) fails
+/// polls retriably until a new one takes over; the snapshot then goes on after the last
+/// record handed out, on a new snapshot: every row once, none twice, no task restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_snapshot_session_is_replaced_and_the_snapshot_goes_on() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute("CREATE TABLE big (id int PRIMARY KEY, v text); INSERT INTO big SELECT g, 'v' || g FROM generate_series(1, 5000) g;")
+        .await
+        .unwrap();
+    let props = pg.props(&[
+        ("slot.name", "s_lost"),
+        ("snapshot.mode", "initial_only"),
+        ("snapshot.fetch.size", "100"),
+        ("max.batch.size", "100"),
+    ]);
+    let mut task = start_task(&props, None).await.unwrap();
+    let id_of = |r: &SourceRecord| field(r, "after", "id").as_i64().or_else(|| match field(r, "after", "id") {
+        Value::Int32(v) => Some(i64::from(*v)),
+        _ => None,
+    });
+    let mut ids: Vec<i64> = Vec::new();
+    while ids.is_empty() {
+        ids.extend(task.poll().await.expect("poll").iter().filter_map(id_of));
+    }
+    let ended: i64 = db
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = 'sluice-postgres' AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(ended >= 1, "the snapshot session's backend was ended");
+    let (mut errors, until) = (0, Instant::now() + Duration::from_secs(60));
+    while ids.len() < 5000 {
+        assert!(Instant::now() < until, "timed out after {} rows and {errors} errors", ids.len());
+        match task.poll().await {
+            Ok(batch) => ids.extend(batch.iter().filter_map(id_of)),
+            Err(e) => {
+                assert!(e.is_retriable(), "a lost session is retriable: {e}");
+                errors += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    assert!(errors >= 1, "the lost session was noticed");
+    // The snapshot is over: nothing more comes.
+    for _ in 0..3 {
+        assert!(task.poll().await.expect("poll").is_empty());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=5000).collect::<Vec<i64>>(), "every row once");
+    task.stop().await.unwrap();
 }
 
 /// Inside a batch only the last record carries a source position; the runtime commits the
