@@ -32,6 +32,13 @@ def http(method, url, body=None):
         return e.code, json.loads(e.read().decode() or "null")
 
 
+def proc_system_cpu(pid):
+    """System (kernel) CPU seconds of a running process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[12]) / CLK_TCK
+
+
 def proc_usage(pid):
     """(user+system CPU seconds, peak RSS in MB) of a running process."""
     with open(f"/proc/{pid}/stat") as f:
