@@ -365,7 +365,8 @@ async fn restart_from_committed_offset_continues_exactly_after_it_and_confirms_t
     let pg = Pg::start();
     let db = pg.client("postgres").await;
     db.batch_execute("CREATE TABLE r (id int PRIMARY KEY)").await.unwrap();
-    let props = pg.props(&[("slot.name", "s4"), ("snapshot.mode", "no_data"), ("max.batch.size", "7")]);
+    // One record per batch, so that every record carries its position (a batch's last does).
+    let props = pg.props(&[("slot.name", "s4"), ("snapshot.mode", "no_data"), ("max.batch.size", "1")]);
     let mut task = start_task(&props, None).await.unwrap();
     for t in 0..10 {
         // Multi-row inserts share WAL positions: resuming needs more than the LSN.
@@ -411,7 +412,8 @@ async fn a_missing_slot_fails_loudly_and_a_slot_ahead_is_followed() {
     let pg = Pg::start();
     let db = pg.client("postgres").await;
     db.batch_execute("CREATE TABLE b (id int PRIMARY KEY)").await.unwrap();
-    let props = pg.props(&[("slot.name", "s5"), ("snapshot.mode", "no_data")]);
+    // One record per batch: each record carries its position.
+    let props = pg.props(&[("slot.name", "s5"), ("snapshot.mode", "no_data"), ("max.batch.size", "1")]);
     let mut task = start_task(&props, None).await.unwrap();
     // Two transactions (one simple query with two statements would be one).
     db.batch_execute("INSERT INTO b VALUES (1)").await.unwrap();
@@ -933,17 +935,15 @@ async fn a_lost_snapshot_session_is_replaced_and_the_snapshot_goes_on() {
     db.batch_execute("CREATE TABLE big (id int PRIMARY KEY, v text); INSERT INTO big SELECT g, 'v' || g FROM generate_series(1, 5000) g;")
         .await
         .unwrap();
-    let props = pg.props(&[
-        ("slot.name", "s_lost"),
-        ("snapshot.mode", "initial_only"),
-        ("snapshot.fetch.size", "100"),
-        ("max.batch.size", "100"),
-    ]);
+    let props =
+        pg.props(&[("slot.name", "s_lost"), ("snapshot.mode", "initial_only"), ("snapshot.fetch.size", "100"), ("max.batch.size", "100")]);
     let mut task = start_task(&props, None).await.unwrap();
-    let id_of = |r: &SourceRecord| field(r, "after", "id").as_i64().or_else(|| match field(r, "after", "id") {
-        Value::Int32(v) => Some(i64::from(*v)),
-        _ => None,
-    });
+    let id_of = |r: &SourceRecord| {
+        field(r, "after", "id").as_i64().or_else(|| match field(r, "after", "id") {
+            Value::Int32(v) => Some(i64::from(*v)),
+            _ => None,
+        })
+    };
     let mut ids: Vec<i64> = Vec::new();
     while ids.is_empty() {
         ids.extend(task.poll().await.expect("poll").iter().filter_map(id_of));
