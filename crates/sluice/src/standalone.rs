@@ -188,7 +188,8 @@ async fn open_log(mode: Mode, worker: &WorkerConfig) -> anyhow::Result<(Arc<dyn 
     }
     let fsync = FsyncPolicy::parse(&worker.log_fsync).map_err(|e| anyhow!("invalid value for log.fsync: {e}"))?;
     std::fs::create_dir_all(&worker.data_dir).with_context(|| format!("cannot create data.dir {}", worker.data_dir.display()))?;
-    let log = EmbeddedLog::open(&worker.data_dir, EmbeddedOptions { fsync, ..EmbeddedOptions::default() })
+    let options = EmbeddedOptions { fsync, cache_bytes: worker.log_cache_bytes, ..EmbeddedOptions::default() };
+    let log = EmbeddedLog::open(&worker.data_dir, options)
         .with_context(|| format!("cannot open the embedded log in {}", worker.data_dir.display()))?;
     let embedded: Arc<dyn Log> = Arc::new(log);
     tracing::info!(data_dir = %worker.data_dir.display(), fsync = %worker.log_fsync, "embedded log open");

@@ -114,6 +114,9 @@ pub const DEFAULT_COMPACTED_SEGMENT_BYTES: u64 = 16 << 20;
 /// two entries reads and skips at most 32 KiB of earlier frames.
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u64 = 32 << 10;
 pub const DEFAULT_QUEUE_BYTES: usize = 64 << 20;
+/// `log.cache.bytes`: readers near the end of a partition (the usual sink) read from the
+/// page cache; one further behind reads from disk.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_PARTITIONS: i32 = 1;
 /// The smallest segment size accepted (a segment still takes at least one record).
@@ -196,6 +199,9 @@ pub struct EmbeddedOptions {
     pub queue_bytes: usize,
     /// Time between two compaction/retention passes.
     pub maintenance_interval: Duration,
+    /// `log.cache.bytes`: the newest bytes of each partition left in the OS page cache once
+    /// durable; older ones are dropped from it (0: left to the OS).
+    pub cache_bytes: u64,
 }
 
 impl Default for EmbeddedOptions {
@@ -206,6 +212,7 @@ impl Default for EmbeddedOptions {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             compacted_segment_bytes: DEFAULT_COMPACTED_SEGMENT_BYTES,
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
+            cache_bytes: DEFAULT_CACHE_BYTES,
             queue_bytes: DEFAULT_QUEUE_BYTES,
             maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
         }

@@ -21,6 +21,7 @@
 //! | `plugin.path` | unset | accepted and ignored: every plugin is compiled in |
 //! | `data.dir` (ours) | `./sluice-data` | where the embedded log lives |
 //! | `log.fsync` (ours) | `always` | `always` (durable before ack), `interval:<ms>`, `never` |
+//! | `log.cache.bytes` (ours) | 67108864 | newest durable bytes per partition left in the OS page cache; older ones are dropped from it (`0`: left to the OS) |
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -72,6 +73,7 @@ const KNOWN_KEYS: &[&str] = &[
     "plugin.discovery",
     "data.dir",
     "log.fsync",
+    "log.cache.bytes",
     "connector.client.config.override.policy",
     "topic.creation.enable",
     "exactly.once.source.support",
@@ -112,6 +114,8 @@ pub struct WorkerConfig {
     pub status_replication: i32,
     pub data_dir: PathBuf,
     pub log_fsync: String,
+    /// `log.cache.bytes`.
+    pub log_cache_bytes: u64,
     pub bootstrap_servers: Option<String>,
     pub providers: ConfigProviders,
     /// `connector.client.config.override.policy`.
@@ -163,6 +167,10 @@ impl WorkerConfig {
         };
         let bootstrap_servers = props.get("bootstrap.servers").filter(|s| !s.trim().is_empty()).cloned();
         let log_fsync = props.get("log.fsync").cloned().unwrap_or_else(|| "always".to_owned());
+        let log_cache_bytes = match props.get("log.cache.bytes") {
+            Some(v) => parse_num::<u64>(&props, "log.cache.bytes", v)?,
+            None => crate::log::embedded::DEFAULT_CACHE_BYTES,
+        };
         let override_policy = match props.get(POLICY_KEY) {
             Some(v) => OverridePolicy::parse(v).map_err(|e| ConnectError::config(POLICY_KEY, e))?,
             None => OverridePolicy::default(),
@@ -199,6 +207,7 @@ impl WorkerConfig {
             status_replication: replication(&props, "status.storage.replication.factor")?,
             data_dir: PathBuf::from(string(&props, "data.dir", DEFAULT_DATA_DIR)),
             log_fsync,
+            log_cache_bytes,
             bootstrap_servers,
             providers,
             override_policy,

@@ -193,6 +193,73 @@ struct PartitionWriter {
     touched: bool,
     /// Written since the last fsync (`Interval`).
     dirty: bool,
+    /// The page-cache window (see [`CacheWindow`]).
+    cache: CacheWindow,
+}
+
+/// Keeps the newest `log.cache.bytes` of a partition in the OS page cache and drops the
+/// older, durable bytes from it. Readers mostly read near the end, so they keep hitting the
+/// cache; the cache stops growing with the log (a container's memory limit counts it);
+/// and writing reuses the pages just dropped instead of taking fresh ones, which costs the
+/// kernel several times less CPU per byte on a VM (measured: writing 3 GB, 3.9–5.5 vs
+/// 1.0 CPU-s). Only synced bytes are dropped (dirty pages stay until written back).
+#[derive(Default)]
+struct CacheWindow {
+    /// Bytes of the active segment already dropped from the cache: `[0, dropped)`.
+    dropped: u64,
+    /// The previous segment and its length, while part of it is inside the window.
+    previous: Option<(Arc<Segment>, u64)>,
+}
+
+/// Dropped in steps of at least this much, not after every fsync.
+const CACHE_DROP_STEP: u64 = 4 << 20;
+
+impl CacheWindow {
+    /// After `active` was synced up to `durable`: drops what lies more than `window` bytes
+    /// before the end. `window` 0 leaves the cache to the OS.
+    fn release(&mut self, active: &Segment, durable: u64, window: u64, drop_cache: &mut impl FnMut(&Segment, u64, u64)) {
+        if window == 0 {
+            return;
+        }
+        if let Some((segment, len)) = &self.previous {
+            // The previous segment's tail still in the window: `window - durable` bytes.
+            let keep = window.saturating_sub(durable).min(*len);
+            if keep == 0 {
+                drop_cache(segment, 0, *len);
+                self.previous = None;
+            }
+        }
+        let keep_from = durable.saturating_sub(window);
+        if keep_from >= self.dropped + CACHE_DROP_STEP {
+            drop_cache(active, self.dropped, keep_from - self.dropped);
+            self.dropped = keep_from;
+        }
+    }
+
+    /// `sealed` (synced whole, `len` bytes) is no longer the active segment.
+    fn rolled(&mut self, sealed: Arc<Segment>, len: u64, window: u64, drop_cache: &mut impl FnMut(&Segment, u64, u64)) {
+        if window == 0 {
+            return;
+        }
+        if let Some((segment, len)) = self.previous.take() {
+            drop_cache(&segment, 0, len);
+        }
+        let keep_from = len.saturating_sub(window);
+        if keep_from > self.dropped {
+            drop_cache(&sealed, self.dropped, keep_from - self.dropped);
+        }
+        self.previous = Some((sealed, len));
+        self.dropped = 0;
+    }
+}
+
+/// Asks the OS to drop `len` bytes of `segment` from `offset` on from its page cache (a
+/// hint: failures are ignored, the data stays on disk either way).
+fn drop_cache(segment: &Segment, offset: u64, len: u64) {
+    let Some(len) = std::num::NonZeroU64::new(len) else { return };
+    if let Err(e) = rustix::fs::fadvise(&segment.file, offset, Some(len), rustix::fs::Advice::DontNeed) {
+        tracing::debug!(path = %segment.path.display(), error = %e, "posix_fadvise(DONTNEED) failed");
+    }
 }
 
 impl PartitionWriter {
@@ -208,7 +275,14 @@ impl PartitionWriter {
             buf: Vec::new(),
             touched: false,
             dirty: false,
+            cache: CacheWindow::default(),
         }
+    }
+
+    /// The active segment is synced up to `written`.
+    fn synced(&mut self, window: u64) {
+        self.dirty = false;
+        self.cache.release(&self.active, self.written, window, &mut drop_cache);
     }
 
     /// Writes the encoded buffer at the end of the active segment.
@@ -224,9 +298,10 @@ impl PartitionWriter {
 
     /// Seals the active segment (written and synced whatever the policy, so that recovery
     /// only ever repairs the last segment) and starts a new one at the next offset.
-    fn roll(&mut self) -> LogResult<()> {
+    fn roll(&mut self, window: u64) -> LogResult<()> {
         self.flush()?;
         self.active.file.sync_data().map_err(|e| io_error(&self.active.path, e))?;
+        self.cache.rolled(Arc::clone(&self.active), self.written, window, &mut drop_cache);
         self.active.publish(self.written, self.next_offset, self.max_timestamp);
         let segment = Arc::new(Segment::create(&self.partition.dir, self.next_offset)?);
         sync_dir(&self.partition.dir)?;
@@ -240,10 +315,10 @@ impl PartitionWriter {
         Ok(())
     }
 
-    fn append(&mut self, record: &LogRecord, frame_len: usize, index_interval: u64) -> LogResult<i64> {
+    fn append(&mut self, record: &LogRecord, frame_len: usize, index_interval: u64, cache_window: u64) -> LogResult<i64> {
         let segment_len = self.written + self.buf.len() as u64;
         if segment_len > 0 && segment_len + frame_len as u64 > self.partition.settings.segment_bytes {
-            self.roll()?;
+            self.roll(cache_window)?;
         }
         let pos = self.written + self.buf.len() as u64;
         if self.last_index_pos.is_none_or(|p| pos - p >= index_interval) {
@@ -325,9 +400,10 @@ impl Writer {
 
     fn sync_dirty(&mut self) -> LogResult<()> {
         self.last_sync = Instant::now();
+        let window = self.inner.options.cache_bytes;
         for pw in self.partitions.values_mut().filter(|p| p.dirty) {
             pw.active.file.sync_data().map_err(|e| io_error(&pw.active.path, e))?;
-            pw.dirty = false;
+            pw.synced(window);
         }
         Ok(())
     }
@@ -404,7 +480,7 @@ impl Writer {
                     pw.touched = true;
                     self.touched.push(uid);
                 }
-                offsets.push(pw.append(&p.record, frame_len, index_interval)?);
+                offsets.push(pw.append(&p.record, frame_len, index_interval, self.inner.options.cache_bytes)?);
             }
             if let Some(batch) = batches.pop_front() {
                 replies.push((batch.reply, Ok(offsets)));
@@ -428,7 +504,7 @@ impl Writer {
                 if let Some(pw) = self.partitions.get_mut(uid) {
                     if pw.dirty {
                         pw.active.file.sync_data().map_err(|e| io_error(&pw.active.path, e))?;
-                        pw.dirty = false;
+                        pw.synced(self.inner.options.cache_bytes);
                     }
                 }
             }
@@ -460,5 +536,45 @@ impl Writer {
         // Nothing of this group is published; writers' positions no longer match what
         // readers see, so drop them (no later group is written).
         self.partitions.clear();
+    }
+}
+
+#[cfg(test)]
+mod cache_window_tests {
+    use super::*;
+
+    /// What the window drops, as (segment base offset, from, len), over writes, a roll and
+    /// the next segment growing past the window.
+    #[test]
+    fn drops_only_what_lies_a_window_behind_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Arc::new(Segment::create(dir.path(), 0).unwrap());
+        let second = Arc::new(Segment::create(dir.path(), 1000).unwrap());
+        let mut dropped: Vec<(i64, u64, u64)> = Vec::new();
+        let mut record = |s: &Segment, from: u64, len: u64| dropped.push((s.base, from, len));
+        const MB: u64 = 1 << 20;
+        let mut w = CacheWindow::default();
+        // Within the window: nothing.
+        w.release(&first, 60 * MB, 64 * MB, &mut record);
+        // Past it by less than a step: nothing yet.
+        w.release(&first, 66 * MB, 64 * MB, &mut record);
+        // Past it by a step: everything before the window.
+        w.release(&first, 70 * MB, 64 * MB, &mut record);
+        // Then only what is new.
+        w.release(&first, 80 * MB, 64 * MB, &mut record);
+        // Sealed at 100 MB: dropped up to 36 MB; the last 64 MB stay while in the window.
+        w.rolled(Arc::clone(&first), 100 * MB, 64 * MB, &mut record);
+        // 40 MB into the next segment, 24 MB of the sealed one are still in the window.
+        w.release(&second, 40 * MB, 64 * MB, &mut record);
+        // The next segment fills the window: the rest of the sealed one goes.
+        w.release(&second, 64 * MB, 64 * MB, &mut record);
+        // A window of 0 leaves the cache to the OS.
+        w.release(&second, 500 * MB, 0, &mut record);
+        assert_eq!(
+            dropped,
+            [(0, 0, 6 * MB), (0, 6 * MB, 10 * MB), (0, 16 * MB, 20 * MB), (0, 0, 100 * MB)],
+            "window 64 MB, step {} MB",
+            CACHE_DROP_STEP / MB
+        );
     }
 }
