@@ -653,6 +653,30 @@ impl Postgres {
         Psql(self.port)
     }
 
+    /// Stops the server (fast shutdown: sessions are ended) and starts it again on the
+    /// same data and port.
+    pub fn restart(&self) {
+        let script = service_script("postgres.sh");
+        let stop = Command::new("bash").arg(&script).arg("stop").arg(self.dir.path()).arg("fast").output().expect("run postgres.sh");
+        if !stop.status.success() {
+            let log = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "postgres.sh stop failed: {}\nserver.log (last lines, newest first):\n{}",
+                String::from_utf8_lossy(&stop.stderr),
+                tail.join("\n")
+            );
+        }
+        let start = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .arg(self.dir.path())
+            .arg(self.port.to_string())
+            .output()
+            .expect("run postgres.sh");
+        assert!(start.status.success(), "postgres.sh start failed: {}", String::from_utf8_lossy(&start.stderr));
+    }
+
     /// Runs SQL in database `postgres`; see [`Psql::sql`].
     pub fn sql(&self, sql: &str) -> String {
         self.psql().sql("postgres", sql)
@@ -725,7 +749,9 @@ impl SqlWriter {
             let mut stdin = child.stdin.take().unwrap();
             let mut n: u64 = 0;
             while !flag.load(Ordering::SeqCst) {
-                stdin.write_all(step(n as i64).as_bytes()).unwrap();
+                if stdin.write_all(step(n as i64).as_bytes()).is_err() {
+                    break; // psql is gone (its session was cut); `finish` reports it
+                }
                 n += 1;
                 std::thread::sleep(pause);
             }
@@ -733,6 +759,15 @@ impl SqlWriter {
             (child, n)
         });
         SqlWriter { stop, thread }
+    }
+
+    /// Stops a writer whose session may have been cut (a server restart): no check that
+    /// psql succeeded; returns how many steps it sent (some may not have committed).
+    pub fn abandon(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (mut child, n) = self.thread.join().unwrap_or_else(|_| panic!("the writer thread panicked"));
+        let _ = child.wait();
+        n
     }
 
     /// Stops the writer; returns how many steps it wrote (all committed once psql exits).

@@ -52,6 +52,8 @@ struct SnapshotRun {
 struct Running {
     cfg: PostgresConfig,
     catalog: Client,
+    /// When the last attempt to replace a lost catalog session failed.
+    catalog_retry: Option<std::time::Instant>,
     resolver: TypeResolver,
     modes: Modes,
     source_schema: SchemaRef,
@@ -201,6 +203,7 @@ impl Running {
             incremental,
             cfg,
             catalog,
+            catalog_retry: None,
             resolver: TypeResolver::default(),
             modes,
             source_schema,
@@ -257,9 +260,23 @@ impl Running {
                 Ok(Vec::new())
             }
             Phase::Streaming => {
-                if self.catalog.is_closed() {
-                    // The server restarted or the session broke: a new one for catalog look-ups.
-                    self.catalog = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                if self.catalog.is_closed() && self.catalog_retry.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    // The server restarted or the session broke: a new one for catalog
+                    // look-ups. Failing to get one does not stop the stream: a fast
+                    // shutdown ends ordinary sessions first and refuses new ones, then waits
+                    // for the replication stream to be read and confirmed to its end; only
+                    // a look-up that needs the catalog fails (retriably) meanwhile.
+                    // (At most one attempt a second.)
+                    match catalog::connect(&self.cfg).await {
+                        Ok(c) => {
+                            self.catalog = c;
+                            self.catalog_retry = None;
+                        }
+                        Err((_, e)) => {
+                            tracing::debug!(error = %e, "no catalog session yet; streaming goes on");
+                            self.catalog_retry = Some(std::time::Instant::now());
+                        }
+                    }
                 }
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
