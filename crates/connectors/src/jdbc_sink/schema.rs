@@ -147,10 +147,10 @@ pub fn text(value: &Value, schema: &Schema) -> Result<String, String> {
     }
     Ok(match value {
         Value::Boolean(b) => if *b { "t" } else { "f" }.to_owned(),
-        Value::Int8(v) => v.to_string(),
-        Value::Int16(v) => v.to_string(),
-        Value::Int32(v) => v.to_string(),
-        Value::Int64(v) => v.to_string(),
+        Value::Int8(v) => itoa::Buffer::new().format(*v).to_owned(),
+        Value::Int16(v) => itoa::Buffer::new().format(*v).to_owned(),
+        Value::Int32(v) => itoa::Buffer::new().format(*v).to_owned(),
+        Value::Int64(v) => itoa::Buffer::new().format(*v).to_owned(),
         Value::Float32(v) => float_text(f64::from(*v), v.to_string()),
         Value::Float64(v) => float_text(*v, v.to_string()),
         Value::String(s) => s.clone(),
@@ -262,30 +262,65 @@ pub fn decimal_text(bytes: &[u8], scale: i32) -> String {
     s
 }
 
-fn date_text(days: i64) -> String {
-    let (y, m, d) = sluice_api::text::civil_from_days(days);
-    if y <= 0 {
-        format!("{:04}-{m:02}-{d:02} BC", 1 - y)
-    } else {
-        format!("{y:04}-{m:02}-{d:02}")
+/// Appends `v` in decimal, zero-padded to `width` digits (values are never negative here).
+fn push_padded(out: &mut String, v: i64, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let digits = b.format(v);
+    for _ in digits.len()..width {
+        out.push('0');
     }
+    out.push_str(digits);
+}
+
+/// `YYYY-MM-DD` (with ` BC` kept for the caller) of the day `days` after 1970-01-01;
+/// returns whether the year is BC. Written by hand: the sink formats one per temporal
+/// cell, and `format!` cost more than the rest of the cell.
+fn push_date(out: &mut String, days: i64) -> bool {
+    let (y, m, d) = sluice_api::text::civil_from_days(days);
+    let bc = y <= 0;
+    push_padded(out, if bc { 1 - y } else { y }, 4);
+    out.push('-');
+    push_padded(out, m.into(), 2);
+    out.push('-');
+    push_padded(out, d.into(), 2);
+    bc
+}
+
+fn push_time(out: &mut String, micros: i64) {
+    let micros = micros.rem_euclid(86_400_000_000);
+    let secs = micros / 1_000_000;
+    push_padded(out, secs / 3600, 2);
+    out.push(':');
+    push_padded(out, secs / 60 % 60, 2);
+    out.push(':');
+    push_padded(out, secs % 60, 2);
+    out.push('.');
+    push_padded(out, micros % 1_000_000, 6);
+}
+
+fn date_text(days: i64) -> String {
+    let mut out = String::with_capacity(13);
+    if push_date(&mut out, days) {
+        out.push_str(" BC");
+    }
+    out
 }
 
 fn time_text(micros: i64) -> String {
-    let micros = micros.rem_euclid(86_400_000_000);
-    let secs = micros / 1_000_000;
-    format!("{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, micros % 1_000_000)
+    let mut out = String::with_capacity(15);
+    push_time(&mut out, micros);
+    out
 }
 
 fn timestamp_text(micros: i64) -> String {
-    let days = micros.div_euclid(86_400_000_000);
-    let (y, m, d) = sluice_api::text::civil_from_days(days);
-    let time = time_text(micros.rem_euclid(86_400_000_000));
-    if y <= 0 {
-        format!("{:04}-{m:02}-{d:02} {time} BC", 1 - y)
-    } else {
-        format!("{y:04}-{m:02}-{d:02} {time}")
+    let mut out = String::with_capacity(29);
+    let bc = push_date(&mut out, micros.div_euclid(86_400_000_000));
+    out.push(' ');
+    push_time(&mut out, micros);
+    if bc {
+        out.push_str(" BC");
     }
+    out
 }
 
 #[cfg(test)]
@@ -312,6 +347,14 @@ mod tests {
         assert_eq!(s(Schema::int64().named(names::MICRO_TIMESTAMP), Value::Int64(1_000_002)), "1970-01-01 00:00:01.000002");
         assert_eq!(s(Schema::int64().named(names::MICRO_TIME), Value::Int64(3_600_500_000)), "01:00:00.500000");
         assert_eq!(s(Schema::timestamp(), Value::Int64(-1)), "1969-12-31 23:59:59.999000");
+        assert_eq!(date_text(-719_528), "0001-01-01 BC");
+        assert_eq!(date_text(-719_162), "0001-01-01");
+        assert_eq!(date_text(2_932_897), "10000-01-01");
+        assert_eq!(timestamp_text(-719_528 * 86_400_000_000 + 1), "0001-01-01 00:00:00.000001 BC");
+        assert_eq!(timestamp_text(2_932_896 * 86_400_000_000 + 86_399_999_999), "9999-12-31 23:59:59.999999");
+        assert_eq!(time_text(-1), "23:59:59.999999");
+        assert_eq!(s(Schema::int64(), Value::Int64(i64::MIN)), i64::MIN.to_string());
+        assert_eq!(s(Schema::int8(), Value::Int8(-7)), "-7");
         let arr = Schema::array(Schema::string().optional().into_ref());
         assert_eq!(s(arr.clone(), Value::Array(vec!["a".into(), Value::Null, "q\"x\\".into()])), r#"{"a",NULL,"q\"x\\"}"#);
         assert_eq!(column_type(&arr).unwrap(), "text[]");
