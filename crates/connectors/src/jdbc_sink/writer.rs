@@ -237,15 +237,22 @@ fn copy_field(out: &mut Vec<u8>, cell: Option<&str>) {
     match cell {
         None => out.extend_from_slice(b"\\N"),
         Some(s) => {
-            for b in s.bytes() {
-                match b {
-                    b'\\' => out.extend_from_slice(b"\\\\"),
-                    b'\t' => out.extend_from_slice(b"\\t"),
-                    b'\n' => out.extend_from_slice(b"\\n"),
-                    b'\r' => out.extend_from_slice(b"\\r"),
-                    _ => out.push(b),
-                }
+            // Runs without a special byte are copied whole.
+            let bytes = s.as_bytes();
+            let mut run = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                let escaped: &[u8] = match b {
+                    b'\\' => b"\\\\",
+                    b'\t' => b"\\t",
+                    b'\n' => b"\\n",
+                    b'\r' => b"\\r",
+                    _ => continue,
+                };
+                out.extend_from_slice(&bytes[run..i]);
+                out.extend_from_slice(escaped);
+                run = i + 1;
             }
+            out.extend_from_slice(&bytes[run..]);
         }
     }
 }
@@ -618,5 +625,25 @@ impl<'a> Tx<'a> {
         if let Err(e) = self.client.batch_execute("ROLLBACK").await {
             tracing::debug!(error = %e, "rollback failed; the connection is reset before the next write");
         }
+    }
+}
+
+#[cfg(test)]
+mod copy_tests {
+    use super::copy_field;
+
+    #[test]
+    fn copy_fields_escape_what_the_text_format_needs() {
+        let field = |cell: Option<&str>| {
+            let mut out = Vec::new();
+            copy_field(&mut out, cell);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(field(None), "\\N");
+        assert_eq!(field(Some("")), "");
+        assert_eq!(field(Some("plain é text")), "plain é text");
+        assert_eq!(field(Some("a\\b\tc\nd\re")), "a\\\\b\\tc\\nd\\re");
+        assert_eq!(field(Some("\n\n")), "\\n\\n");
+        assert_eq!(field(Some("end\\")), "end\\\\");
     }
 }
