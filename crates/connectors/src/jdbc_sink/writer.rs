@@ -82,11 +82,13 @@ pub struct PgWriter {
     tables: HashMap<TableName, Vec<(String, String)>>,
     /// The staging tables of the current connection.
     staging: Staging,
+    /// The offsets statement, prepared once per connection (it runs with every batch).
+    offsets_statement: Option<tokio_postgres::Statement>,
 }
 
 impl PgWriter {
     pub fn new(cfg: Arc<JdbcSinkConfig>) -> Self {
-        Self { cfg, client: None, tables: HashMap::new(), staging: Staging::default() }
+        Self { cfg, client: None, tables: HashMap::new(), staging: Staging::default(), offsets_statement: None }
     }
 
     fn offsets_table(&self) -> String {
@@ -100,6 +102,7 @@ impl PgWriter {
         self.client = None;
         self.tables.clear();
         self.staging = Staging::default();
+        self.offsets_statement = None;
         let pg = self.cfg.pg_config();
         let mut attempt = 0;
         let client = loop {
@@ -495,6 +498,15 @@ impl Dialect for PgWriter {
         );
         let cfg = self.cfg.clone();
         self.open().await?;
+        let offsets_statement = match &self.offsets_statement {
+            Some(s) => s.clone(),
+            None => {
+                let client = self.client.as_mut().expect("connected");
+                let s = client.prepare(&offsets_sql).await.map_err(|e| classify("cannot prepare the offsets statement", e))?;
+                self.offsets_statement = Some(s.clone());
+                s
+            }
+        };
         let mut cache = std::mem::take(&mut self.tables);
         let mut staging = std::mem::take(&mut self.staging);
         let client = self.client.as_mut().expect("connected");
@@ -508,7 +520,7 @@ impl Dialect for PgWriter {
             // The last statements go out with the offsets, in one round trip.
             let queued = tx.take();
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [&connector, &topics, &partitions, &next, &first];
-            let (data, stored) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.execute(&offsets_sql, &params));
+            let (data, stored) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.execute(&offsets_statement, &params));
             data?;
             let stored = stored.map_err(|e| classify("cannot store offsets", e))?;
             if stored != topics.len() as u64 {
@@ -535,8 +547,10 @@ impl Dialect for PgWriter {
                 Ok(())
             }
             Err(e) => {
-                // Rolled back: DDL of this transaction too, so forget what was learnt.
+                // Rolled back: DDL of this transaction too, so forget what was learnt (and
+                // prepare the offsets statement again, in case its table changed).
                 self.tables.clear();
+                self.offsets_statement = None;
                 Err(e)
             }
         }
