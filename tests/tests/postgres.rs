@@ -65,6 +65,43 @@ fn durable_snapshot_key(data: &Path) -> Option<i64> {
     stored_offset(data)?["snapshot_key"][0].as_str()?.parse().ok()
 }
 
+/// The Debezium source capturing `public.items` into `pg.public.items` through `slot`
+/// (tests change or add keys).
+fn source_config(pg: &Postgres, slot: &str) -> Json {
+    json!({
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1",
+        "database.port": pg.port.to_string(),
+        "database.user": "postgres",
+        "database.password": "",
+        "database.dbname": "postgres",
+        "topic.prefix": "pg",
+        "table.include.list": "public.items",
+        "slot.name": slot,
+        "plugin.name": "pgoutput",
+        "status.update.interval.ms": "500",
+    })
+}
+
+/// `id → (v, note)` of every row of `items`.
+fn items(pg: &Postgres) -> BTreeMap<i64, (i64, String)> {
+    pg.sql("SELECT id, v, note FROM items")
+        .lines()
+        .map(|l| {
+            let mut f = l.splitn(3, '|');
+            (f.next().unwrap().parse().unwrap(), (f.next().unwrap().parse().unwrap(), f.next().unwrap().to_owned()))
+        })
+        .collect()
+}
+
+/// The events applied per key (`state`) equal the table, row for row.
+fn assert_reproduces(state: &BTreeMap<i64, (i64, String)>, table: &BTreeMap<i64, (i64, String)>) {
+    let missing: Vec<_> = table.iter().filter(|(k, v)| state.get(k) != Some(v)).take(5).collect();
+    let extra: Vec<_> = state.keys().filter(|k| !table.contains_key(k)).take(5).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "events do not reproduce the table: wrong or missing {missing:?}, extra {extra:?}");
+    assert_eq!(state.len(), table.len());
+}
+
 fn topic_end(data: &Path) -> i64 {
     topic_end_of(data, TOPIC)
 }
@@ -80,20 +117,8 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let config = json!({
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1",
-        "database.port": pg.port.to_string(),
-        "database.user": "postgres",
-        "database.password": "",
-        "database.dbname": "postgres",
-        "topic.prefix": "pg",
-        "table.include.list": "public.items",
-        "slot.name": SLOT,
-        "plugin.name": "pgoutput",
-        "snapshot.fetch.size": "200",
-        "status.update.interval.ms": "500",
-    });
+    let mut config = source_config(&pg, SLOT);
+    config["snapshot.fetch.size"] = json!("200");
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
@@ -171,18 +196,8 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
             other => panic!("unexpected op {other}: {r}"),
         }
     }
-    let table: BTreeMap<i64, (i64, String)> = pg
-        .sql("SELECT id, v, note FROM items")
-        .lines()
-        .map(|l| {
-            let mut f = l.splitn(3, '|');
-            (f.next().unwrap().parse().unwrap(), (f.next().unwrap().parse().unwrap(), f.next().unwrap().to_owned()))
-        })
-        .collect();
-    let missing: Vec<_> = table.iter().filter(|(k, v)| state.get(k) != Some(v)).take(5).collect();
-    let extra: Vec<_> = state.keys().filter(|k| !table.contains_key(k)).take(5).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "events do not reproduce the table: wrong or missing {missing:?}, extra {extra:?}");
-    assert_eq!(state.len(), table.len());
+    let table = items(&pg);
+    assert_reproduces(&state, &table);
     let duplicates: usize = seen.values().map(|n| n - 1).sum();
 
     // The snapshot resumed rather than restarted: the rows of chunks durable before a kill
@@ -239,13 +254,11 @@ fn postgres_parallel_snapshot_survives_sigkills() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let config = json!({
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1", "database.port": pg.port.to_string(), "database.user": "postgres",
-        "database.password": "", "database.dbname": "postgres", "topic.prefix": "pg", "plugin.name": "pgoutput",
-        "table.include.list": TABLES.map(|t| format!("public.{t}")).join(","), "slot.name": "sluice_parallel",
-        "snapshot.max.threads": "3", "snapshot.fetch.size": "200", "snapshot.mode": "initial",
-    });
+    let mut config = source_config(&pg, "sluice_parallel");
+    config["table.include.list"] = json!(TABLES.map(|t| format!("public.{t}")).join(","));
+    config["snapshot.max.threads"] = json!("3");
+    config["snapshot.fetch.size"] = json!("200");
+    config["snapshot.mode"] = json!("initial");
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
@@ -318,19 +331,7 @@ fn postgres_restart_under_load_loses_nothing_and_the_slot_catches_up() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let config = json!({
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1",
-        "database.port": pg.port.to_string(),
-        "database.user": "postgres",
-        "database.password": "",
-        "database.dbname": "postgres",
-        "topic.prefix": "pg",
-        "table.include.list": "public.items",
-        "slot.name": RESTART_SLOT,
-        "plugin.name": "pgoutput",
-        "status.update.interval.ms": "500",
-    });
+    let config = source_config(&pg, RESTART_SLOT);
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
@@ -387,17 +388,8 @@ fn postgres_restart_under_load_loses_nothing_and_the_slot_catches_up() {
             Some(other) => panic!("unexpected op {other}: {r}"),
         }
     }
-    let table: BTreeMap<i64, (i64, String)> = pg
-        .sql("SELECT id, v, note FROM items")
-        .lines()
-        .map(|l| {
-            let mut f = l.splitn(3, '|');
-            (f.next().unwrap().parse().unwrap(), (f.next().unwrap().parse().unwrap(), f.next().unwrap().to_owned()))
-        })
-        .collect();
-    let wrong: Vec<_> = table.iter().filter(|(k, v)| state.get(k) != Some(v)).take(5).collect();
-    let extra: Vec<_> = state.keys().filter(|k| !table.contains_key(k)).take(5).collect();
-    assert!(wrong.is_empty() && extra.is_empty(), "events do not reproduce the table: wrong or missing {wrong:?}, extra {extra:?}");
+    let table = items(&pg);
+    assert_reproduces(&state, &table);
     assert!(table.len() > 50_000, "the writers added rows ({} rows)", table.len());
     eprintln!(
         "postgres restart test: {sent_before} writer steps before the restart, {sent_after} after; {} rows; lag {lag} bytes",
