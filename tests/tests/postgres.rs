@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};
 
 const ROWS: i64 = 200_000;
-const TOPIC: &str = "pg.public.items";
+const TOPIC: &str = "srv.public.items";
 const SLOT: &str = "sluice_e2e";
 
 fn lsn(pg: &Postgres, expr: &str) -> u64 {
@@ -65,24 +65,6 @@ fn durable_snapshot_key(data: &Path) -> Option<i64> {
     stored_offset(data)?["snapshot_key"][0].as_str()?.parse().ok()
 }
 
-/// The Debezium source capturing `public.items` into `pg.public.items` through `slot`
-/// (tests change or add keys).
-fn source_config(pg: &Postgres, slot: &str) -> Json {
-    json!({
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1",
-        "database.port": pg.port.to_string(),
-        "database.user": "postgres",
-        "database.password": "",
-        "database.dbname": "postgres",
-        "topic.prefix": "pg",
-        "table.include.list": "public.items",
-        "slot.name": slot,
-        "plugin.name": "pgoutput",
-        "status.update.interval.ms": "500",
-    })
-}
-
 /// `id → (v, note)` of every row of `items`.
 fn items(pg: &Postgres) -> BTreeMap<i64, (i64, String)> {
     pg.sql("SELECT id, v, note FROM items")
@@ -117,8 +99,7 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let mut config = source_config(&pg, SLOT);
-    config["snapshot.fetch.size"] = json!("200");
+    let config = pg.source_config(SLOT, &[("snapshot.fetch.size", "200"), ("status.update.interval.ms", "500")]);
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
@@ -254,15 +235,15 @@ fn postgres_parallel_snapshot_survives_sigkills() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let mut config = source_config(&pg, "sluice_parallel");
-    config["table.include.list"] = json!(TABLES.map(|t| format!("public.{t}")).join(","));
-    config["snapshot.max.threads"] = json!("3");
-    config["snapshot.fetch.size"] = json!("200");
-    config["snapshot.mode"] = json!("initial");
+    let tables = TABLES.map(|t| format!("public.{t}")).join(",");
+    let config = pg.source_config(
+        "sluice_parallel",
+        &[("table.include.list", &tables), ("snapshot.max.threads", "3"), ("snapshot.fetch.size", "200"), ("snapshot.mode", "initial")],
+    );
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
-    let snapshot_end = || TABLES.iter().map(|t| topic_end_of(&data, &format!("pg.public.{t}"))).sum::<i64>();
+    let snapshot_end = || TABLES.iter().map(|t| topic_end_of(&data, &format!("srv.public.{t}"))).sum::<i64>();
     // Done: the last snapshot record's offset is durable (no stream follows in this test).
     let done = |o: &Json| o.get("snapshot").is_none() || o["last_snapshot_record"] == true;
     let mut kills = 0;
@@ -289,7 +270,7 @@ fn postgres_parallel_snapshot_survives_sigkills() {
     w.terminate();
     let mut total_reads = 0;
     for t in TABLES {
-        let records = consume(&data, &format!("pg.public.{t}"));
+        let records = consume(&data, &format!("srv.public.{t}"));
         let mut reads: BTreeMap<i64, usize> = BTreeMap::new();
         for r in records.iter().filter(|r| r["value"]["op"] == "r") {
             *reads.entry(r["key"]["id"].as_i64().unwrap()).or_default() += 1;
@@ -331,7 +312,7 @@ fn postgres_restart_under_load_loses_nothing_and_the_slot_catches_up() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut w = start_worker(dir.path());
-    let config = source_config(&pg, RESTART_SLOT);
+    let config = pg.source_config(RESTART_SLOT, &[("status.update.interval.ms", "500")]);
     let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("pg", 1);
