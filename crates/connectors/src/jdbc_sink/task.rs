@@ -340,25 +340,19 @@ impl SinkTask for JdbcSinkTask {
         // and this process work at the same time.
         let mut ahead: Option<tokio::task::JoinHandle<Built>> = None;
         for (i, chunk) in chunks.iter().enumerate() {
-            let built = match early.take() {
+            // Built early (the first chunk), ahead on another thread, or here.
+            let prebuilt = match (early.take(), ahead.take()) {
+                (Some(b), _) => Some(b),
+                (None, Some(handle)) => Some(handle.await.map_err(|e| ConnectError::fatal(format!("building a batch failed: {e}")))?),
+                (None, None) => None,
+            };
+            let built = Some(match prebuilt {
                 Some((batch, tables)) => {
                     self.topic_tables = tables;
-                    Some(batch)
+                    batch
                 }
-                None => match ahead.take() {
-                    Some(handle) => match handle.await {
-                        Ok((batch, tables)) => {
-                            self.topic_tables = tables;
-                            Some(batch)
-                        }
-                        Err(e) => return Err(ConnectError::fatal(format!("building a batch failed: {e}"))),
-                    },
-                    None => {
-                        let batch = batch::build(&cfg, chunk, &mut self.topic_tables);
-                        Some(batch)
-                    }
-                },
-            };
+                None => batch::build(&cfg, chunk, &mut self.topic_tables),
+            });
             if let Some(next) = chunks.get(i + 1).filter(|_| built.as_ref().is_some_and(Result::is_ok)) {
                 let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());
                 ahead = Some(tokio::task::spawn_blocking(move || (batch::build(&cfg, &next, &mut tables), tables)));
