@@ -15,16 +15,19 @@
 //! have dropped during COMMIT), so the next `put` reads the offsets again before writing:
 //! a batch is applied once, whatever the runtime redelivers.
 //!
-//! ## The last chunk of a put is written in the background
-//! `put` returns once the last chunk's transaction is on its way; the runtime reads and
-//! converts the next records and the next `put` builds its first batch meanwhile (from the
-//! offsets known then; it is built again if the write fails or the offsets change), so the
-//! target and this process work at the same time across puts too. The next `put`,
-//! `pre_commit`, `close` and `stop` first wait for that write ([`JdbcSinkTask::settle`]).
-//! Its records are kept until it is durable: when it fails, they are written again
-//! (through the usual error handling: retry, find the bad record, dead-letter it) before
-//! anything newer, and a retriable failure is reported by the call that found it, the
-//! records staying held for the next attempt. `durable` moves only when a write commits.
+//! ## A put is written in the background
+//! `put` builds the put's batches, waits for the previous put's writes, and hands its own
+//! to a background task that writes them in order, one transaction each; it returns once
+//! they are on their way. The runtime reads and converts the next records and the next
+//! `put` builds its batches meanwhile (from the offsets known then; built again if a write
+//! fails or the offsets change), so the target always has the next batch waiting and this
+//! process works at the same time. The next `put`, `pre_commit`, `close` and `stop` first
+//! wait for those writes ([`JdbcSinkTask::settle`]). A put's records are kept until they
+//! are durable: when a write fails, the background task stops there, and its records and
+//! every later chunk's are written again (through the usual error handling: retry, find
+//! the bad record, dead-letter it) before anything newer; a retriable failure is reported
+//! by the call that found it, the records staying held for the next attempt. `durable`
+//! moves only when a write commits.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -35,8 +38,8 @@ use sluice_api::{ConnectError, ConnectResult, ErrantRecordReporter, SinkRecord, 
 
 use super::batch::{self, BadRecord, Batch, TableName};
 
-/// A batch built ahead, and the topic → table map after it.
-type Built = (Result<Batch, BadRecord>, HashMap<String, TableName>);
+/// A put's batches, one per chunk, and the topic → table map after them.
+type Built = (Vec<Result<Batch, BadRecord>>, HashMap<String, TableName>);
 use super::config::JdbcSinkConfig;
 use super::dialect::{Dialect, ErrorKind, WriteError};
 use super::writer::PgWriter;
@@ -58,20 +61,22 @@ pub struct JdbcSinkTask {
     failures: u32,
     /// The table of each topic, for tombstones (see `batch::build`).
     topic_tables: HashMap<String, TableName>,
-    /// The write in the background, holding the dialect while it runs.
+    /// The writes in the background, holding the dialect while they run.
     in_flight: Option<InFlight>,
-    /// Records of a background write that failed, to be written before anything newer.
-    held: Option<Arc<Vec<SinkRecord>>>,
+    /// Chunks of background writes that did not commit, to be written (in order) before
+    /// anything newer.
+    held: Vec<Arc<Vec<SinkRecord>>>,
 }
 
-/// A chunk being written in the background, and its records until it is durable.
+/// A put's chunks being written in the background, and their records until durable.
 struct InFlight {
-    records: Arc<Vec<SinkRecord>>,
+    chunks: Vec<Arc<Vec<SinkRecord>>>,
     handle: tokio::task::JoinHandle<Written>,
 }
 
-/// What a background write gives back: the dialect, the batch and how the write went.
-type Written = (Box<dyn Dialect>, Batch, Result<(), WriteError>);
+/// What the background writes give back: the dialect, the batches, how many of them
+/// committed (in order), and the error that stopped the rest.
+type Written = (Box<dyn Dialect>, Vec<Batch>, usize, Result<(), WriteError>);
 
 impl JdbcSinkTask {
     fn connector(&self) -> String {
@@ -142,48 +147,51 @@ impl JdbcSinkTask {
         Ok((bad - 1, ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", error.message), error)))
     }
 
-    /// Waits for the background write, if any, and makes its outcome count: on success
-    /// its offsets are durable; on failure its records are written again here, with the
-    /// usual error handling. An error leaves the records held for the next call. `true`
-    /// when nothing but `durable` changed (no write failed, nothing was written again).
+    /// Waits for the background writes, if any, and makes their outcome count: what
+    /// committed is durable; on a failure, the chunks not committed are written again here,
+    /// with the usual error handling. An error leaves the chunks not yet written held for
+    /// the next call. `true` when nothing but `durable` changed (no write failed, nothing
+    /// was written again).
     async fn settle(&mut self) -> ConnectResult<bool> {
-        if let Some(InFlight { records, handle }) = self.in_flight.take() {
-            let (dialect, batch, result) = match handle.await {
+        if let Some(InFlight { chunks, handle }) = self.in_flight.take() {
+            let (dialect, batches, committed, result) = match handle.await {
                 Ok(done) => done,
                 Err(e) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
             };
             self.dialect = Some(dialect);
-            match result {
-                Ok(()) => {
-                    self.failures = 0;
-                    for (tp, next) in batch.offsets {
-                        let d = self.durable.entry(tp).or_insert(next);
-                        *d = (*d).max(next);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "a background write to the target failed; writing its records again");
-                    // Whether it committed is unknown until the offsets are read again.
-                    self.reread = true;
-                    self.held = Some(records);
+            for batch in batches.into_iter().take(committed) {
+                self.failures = 0;
+                for (tp, next) in batch.offsets {
+                    let d = self.durable.entry(tp).or_insert(next);
+                    *d = (*d).max(next);
                 }
             }
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "a background write to the target failed; writing its records again");
+                // Whether it committed is unknown until the offsets are read again.
+                self.reread = true;
+                self.held = chunks.into_iter().skip(committed).collect();
+            }
         }
-        let Some(held) = self.held.clone() else { return Ok(true) };
+        if self.held.is_empty() {
+            return Ok(true);
+        }
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
                 ErrorKind::Retriable => self.retry_or_fail(e).await,
                 _ => ConnectError::fatal_from("cannot read the stored offsets", e),
             });
         }
-        let durable = &self.durable;
-        let rest: Vec<SinkRecord> =
-            held.iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).cloned().collect();
-        if !rest.is_empty() {
-            let connector = self.connector();
-            self.write_chunk(&connector, &rest, None).await?;
+        let connector = self.connector();
+        while let Some(held) = self.held.first().cloned() {
+            let durable = &self.durable;
+            let rest: Vec<SinkRecord> =
+                held.iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).cloned().collect();
+            if !rest.is_empty() {
+                self.write_chunk(&connector, &rest).await?;
+            }
+            self.held.remove(0);
         }
-        self.held = None;
         Ok(false)
     }
 
@@ -206,26 +214,14 @@ impl JdbcSinkTask {
 
     /// Writes one chunk and its offsets in one transaction. A record that cannot be written
     /// goes to [`Self::skip`]; the rest are written, and the offsets cover the skipped ones.
-    /// `built`: the chunk's batch when it was built ahead (with `topic_tables` already
-    /// advanced past it). Returns whether the chunk was written as built, without a record
-    /// skipped.
-    async fn write_chunk(
-        &mut self,
-        connector: &str,
-        chunk: &[SinkRecord],
-        mut built: Option<Result<Batch, BadRecord>>,
-    ) -> ConnectResult<bool> {
+    async fn write_chunk(&mut self, connector: &str, chunk: &[SinkRecord]) -> ConnectResult<()> {
         let cfg = self.cfg.clone().expect("started");
         let offsets = batch::next_offsets(chunk);
         let first = batch::first_offsets(chunk);
         let mut remaining: Option<Vec<SinkRecord>> = None;
         loop {
             let records = remaining.as_deref().unwrap_or(chunk);
-            let built = match built.take() {
-                Some(b) => b,
-                None => batch::build(&cfg, records, &mut self.topic_tables),
-            };
-            let mut batch = match built {
+            let mut batch = match batch::build(&cfg, records, &mut self.topic_tables) {
                 Ok(b) => b,
                 Err(bad) => {
                     let at = records
@@ -254,7 +250,7 @@ impl JdbcSinkTask {
                         let d = self.durable.entry(tp).or_insert(next);
                         *d = (*d).max(next);
                     }
-                    return Ok(remaining.is_none());
+                    return Ok(());
                 }
                 Err(e) => match e.kind {
                     ErrorKind::Retriable => return Err(self.retry_or_fail(e).await),
@@ -278,6 +274,23 @@ impl JdbcSinkTask {
 fn chunk_sizes(n: usize, batch_size: usize) -> impl Iterator<Item = usize> {
     let count = n.div_ceil(batch_size.max(1));
     (0..count).map(move |i| n / count + usize::from(i < n % count))
+}
+
+/// `records` in chunks of [`chunk_sizes`].
+fn split(records: Vec<SinkRecord>, batch_size: usize) -> Vec<Arc<Vec<SinkRecord>>> {
+    let sizes = chunk_sizes(records.len(), batch_size);
+    let mut records = records.into_iter();
+    sizes.map(|n| Arc::new(records.by_ref().take(n).collect())).collect()
+}
+
+/// Builds every chunk's batch in order, on a blocking thread, from `tables` (the topic →
+/// table map so far); gives back the batches and the map after them.
+fn build_all(cfg: &Arc<JdbcSinkConfig>, chunks: &[Arc<Vec<SinkRecord>>], mut tables: HashMap<String, TableName>) -> tokio::task::JoinHandle<Built> {
+    let (cfg, chunks) = (cfg.clone(), chunks.to_vec());
+    tokio::task::spawn_blocking(move || {
+        let batches = chunks.iter().map(|c| batch::build(&cfg, c, &mut tables)).collect();
+        (batches, tables)
+    })
 }
 
 #[async_trait]
@@ -313,13 +326,11 @@ impl SinkTask for JdbcSinkTask {
         let cfg = self.cfg.clone().expect("started");
         let durable = &self.durable;
         let applied = |r: &SinkRecord| durable.get(&r.topic_partition()).is_some_and(|next| r.offset < *next);
-        let mut pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
-        // The first chunk is built while the last put's last chunk is still being written.
-        let early: Option<Built> = (self.in_flight.is_some() && self.held.is_none() && !self.reread && self.unread.is_empty()).then(|| {
-            let mut tables = self.topic_tables.clone();
-            let first = chunk_sizes(pending.len(), cfg.batch_size).next().unwrap_or(0);
-            (batch::build(&cfg, &pending[..first], &mut tables), tables)
-        });
+        let pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
+        let mut chunks = split(pending, cfg.batch_size);
+        // The batches are built (on another thread) while the last put's writes still run.
+        let early = (self.in_flight.is_some() && self.held.is_empty() && !self.reread && self.unread.is_empty())
+            .then(|| build_all(&cfg, &chunks, self.topic_tables.clone()));
         let clean = self.settle().await?;
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
@@ -327,56 +338,49 @@ impl SinkTask for JdbcSinkTask {
                 _ => ConnectError::fatal_from("cannot read the stored offsets", e),
             });
         }
-        let before = pending.len();
+        let early = match early {
+            Some(handle) => Some(handle.await.map_err(|e| ConnectError::fatal(format!("building a batch failed: {e}")))?),
+            None => None,
+        };
         let durable = &self.durable;
-        pending.retain(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next));
+        let current = |r: &SinkRecord| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next);
         // What settle or the offsets changed invalidates the early build.
-        let mut early = early.filter(|_| clean && pending.len() == before);
+        let (batches, tables) = match early.filter(|_| clean && chunks.iter().all(|c| c.iter().all(current))) {
+            Some(built) => built,
+            None => {
+                if !chunks.iter().all(|c| c.iter().all(current)) {
+                    let rest: Vec<SinkRecord> = chunks.iter().flat_map(|c| c.iter().filter(|r| current(r)).cloned()).collect();
+                    chunks = split(rest, cfg.batch_size);
+                }
+                build_all(&cfg, &chunks, self.topic_tables.clone())
+                    .await
+                    .map_err(|e| ConnectError::fatal(format!("building a batch failed: {e}")))?
+            }
+        };
+        if chunks.is_empty() {
+            return Ok(());
+        }
         let connector = self.connector();
-        let sizes = chunk_sizes(pending.len(), cfg.batch_size);
-        let mut pending = pending.into_iter();
-        let chunks: Vec<Arc<Vec<SinkRecord>>> = sizes.map(|n| Arc::new(pending.by_ref().take(n).collect())).collect();
-        // While one chunk is written, the next one is built on another thread: the target
-        // and this process work at the same time.
-        let mut ahead: Option<tokio::task::JoinHandle<Built>> = None;
-        for (i, chunk) in chunks.iter().enumerate() {
-            // Built early (the first chunk), ahead on another thread, or here.
-            let prebuilt = match (early.take(), ahead.take()) {
-                (Some(b), _) => Some(b),
-                (None, Some(handle)) => Some(handle.await.map_err(|e| ConnectError::fatal(format!("building a batch failed: {e}")))?),
-                (None, None) => None,
-            };
-            let built = Some(match prebuilt {
-                Some((batch, tables)) => {
-                    self.topic_tables = tables;
-                    batch
+        if batches.iter().all(Result::is_ok) {
+            self.topic_tables = tables;
+            let batches: Vec<Batch> = batches.into_iter().flatten().collect();
+            let mut dialect = self.dialect.take().expect("started");
+            let handle = tokio::spawn(async move {
+                for (i, batch) in batches.iter().enumerate() {
+                    if let Err(e) = dialect.write(&connector, batch).await {
+                        return (dialect, batches, i, Err(e));
+                    }
                 }
-                None => batch::build(&cfg, chunk, &mut self.topic_tables),
+                let n = batches.len();
+                (dialect, batches, n, Ok(()))
             });
-            if let Some(next) = chunks.get(i + 1).filter(|_| built.as_ref().is_some_and(Result::is_ok)) {
-                let (cfg, next, mut tables) = (cfg.clone(), next.clone(), self.topic_tables.clone());
-                ahead = Some(tokio::task::spawn_blocking(move || (batch::build(&cfg, &next, &mut tables), tables)));
-            }
-            if i + 1 == chunks.len() {
-                if let Some(Ok(mut batch)) = built {
-                    // The last chunk: written in the background (see the module docs).
-                    batch.offsets = batch::next_offsets(chunk);
-                    batch.first = batch::first_offsets(chunk);
-                    let mut dialect = self.dialect.take().expect("started");
-                    let connector = connector.clone();
-                    let handle = tokio::spawn(async move {
-                        let result = dialect.write(&connector, &batch).await;
-                        (dialect, batch, result)
-                    });
-                    self.in_flight = Some(InFlight { records: chunk.clone(), handle });
-                    break;
-                }
-            }
-            if !self.write_chunk(&connector, chunk, built).await? {
-                // A record was skipped: the batch built ahead may name tables as the
-                // skipped record left them; build it again.
-                ahead = None;
-            }
+            self.in_flight = Some(InFlight { chunks, handle });
+            return Ok(());
+        }
+        // A record cannot be turned into a change: chunk by chunk here, where the error
+        // handling is (each chunk built again, after the records skipped before it).
+        for chunk in &chunks {
+            self.write_chunk(&connector, chunk).await?;
         }
         Ok(())
     }
@@ -396,7 +400,7 @@ impl SinkTask for JdbcSinkTask {
         if let Err(e) = self.settle().await {
             // What is not durable is read again by whoever gets the partitions.
             tracing::warn!(error = %e, "the last write before a rebalance failed");
-            self.held = None;
+            self.held.clear();
         }
         for tp in partitions {
             self.durable.remove(tp);
@@ -410,7 +414,7 @@ impl SinkTask for JdbcSinkTask {
         if let Err(e) = self.settle().await {
             tracing::warn!(error = %e, "the last write before stopping failed; its records are read again at the next start");
         }
-        self.held = None;
+        self.held.clear();
         self.dialect = None;
         Ok(())
     }
