@@ -4,22 +4,34 @@
 //! BEGIN
 //!   per table: CREATE TABLE / ALTER TABLE ADD COLUMN (auto.create / auto.evolve)
 //!   per step:  TRUNCATE
-//!            | COPY keys → staging table; DELETE … USING staging
-//!              COPY rows → staging table (+ per-row list of unchanged columns)
-//!              upsert: INSERT … SELECT … ON CONFLICT (key) DO UPDATE   (rows without unchanged columns)
-//!                      UPDATE … SET c = CASE WHEN unchanged THEN t.c ELSE s.c END FROM temp
-//!                      INSERT … WHERE NOT EXISTS                       (rows with unchanged columns)
-//!              insert: INSERT … SELECT;  update: UPDATE … FROM temp
+//!            | DELETE … USING unnest($1::text[], …)                    (keys of deleted rows)
+//!              upsert: INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE
+//!              insert: INSERT … SELECT … FROM unnest(…);  update: UPDATE … FROM unnest(…)
+//!              rows with unchanged columns: through a staging table (below)
 //!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE … WHERE stored ≤ first offset
 //!                                      (next offset per partition; compare and set)
 //! COMMIT                               (only when every partition's offset was set)
 //! ```
-//! Staging tables are temporary tables of the connection, one per column layout, created
-//! on first use with `ON COMMIT DELETE ROWS` (see [`Staging`]).
+//! Rows go to the server as one text array per column, bound to a statement prepared once
+//! per connection and column layout; the statement casts each column to the target's type
+//! (its text input form, as `COPY` would read it). Everything before the commit goes out
+//! in one round trip (statements pipelined); the commit in a second, once the offsets'
+//! compare and set has answered.
 //!
 //! A value the source did not send (Debezium's unavailable-value placeholder) is staged
 //! as NULL and its column listed in the row's `__sluice_unchanged`; the target keeps its
-//! current value for that column. The placeholder itself is never written.
+//! current value for that column. The placeholder itself is never written. Rows like that
+//! are copied (`COPY`) into a temporary staging table of the connection, one per column
+//! layout, created on first use with `ON COMMIT DELETE ROWS` (see [`Staging`]), and applied
+//! from there:
+//!
+//! ```text
+//!   COPY rows → staging table (+ per-row list of unchanged columns)
+//!   upsert: INSERT … SELECT … ON CONFLICT (key) DO UPDATE   (rows without unchanged columns)
+//!           UPDATE … SET c = CASE WHEN unchanged THEN t.c ELSE s.c END FROM temp
+//!           INSERT … WHERE NOT EXISTS                       (rows with unchanged columns)
+//!   update: UPDATE … FROM temp
+//! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -29,7 +41,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use sluice_api::TopicPartition;
-use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
 
 use super::batch::{Batch, Row, Step, TableBatch, TableName};
 use super::config::{InsertMode, JdbcSinkConfig};
@@ -82,13 +95,17 @@ pub struct PgWriter {
     tables: HashMap<TableName, Vec<(String, String)>>,
     /// The staging tables of the current connection.
     staging: Staging,
-    /// The offsets statement, prepared once per connection (it runs with every batch).
-    offsets_statement: Option<tokio_postgres::Statement>,
+    /// Statements prepared on the current connection, by text (the offsets statement and
+    /// each table's write statements run with every batch).
+    statements: Statements,
 }
+
+/// Prepared statements of one connection, by text.
+type Statements = HashMap<String, Statement>;
 
 impl PgWriter {
     pub fn new(cfg: Arc<JdbcSinkConfig>) -> Self {
-        Self { cfg, client: None, tables: HashMap::new(), staging: Staging::default(), offsets_statement: None }
+        Self { cfg, client: None, tables: HashMap::new(), staging: Staging::default(), statements: HashMap::new() }
     }
 
     fn offsets_table(&self) -> String {
@@ -102,7 +119,7 @@ impl PgWriter {
         self.client = None;
         self.tables.clear();
         self.staging = Staging::default();
-        self.offsets_statement = None;
+        self.statements.clear();
         let pg = self.cfg.pg_config();
         let mut attempt = 0;
         let client = loop {
@@ -156,7 +173,7 @@ impl PgWriter {
 }
 
 /// Looks a table's columns up; empty when the table does not exist.
-async fn columns_of(tx: &mut Tx<'_>, t: &TableName) -> Result<Vec<(String, String)>, WriteError> {
+async fn columns_of(tx: &mut Tx<'_, '_>, t: &TableName) -> Result<Vec<(String, String)>, WriteError> {
     tx.flush().await?;
     let rows = tx
         .client
@@ -172,7 +189,7 @@ async fn columns_of(tx: &mut Tx<'_>, t: &TableName) -> Result<Vec<(String, Strin
 
 /// Creates or evolves the table as needed; returns the target type of each batch column.
 async fn ensure_table(
-    tx: &mut Tx<'_>,
+    tx: &mut Tx<'_, '_>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
     tb: &TableBatch,
@@ -278,7 +295,7 @@ pub struct Staging {
 impl Staging {
     /// An empty staging table with these columns (and, with `mask`, the unchanged-columns
     /// list), for the current transaction.
-    fn prepare(&mut self, tx: &mut Tx<'_>, columns: &[(&str, &str)], mask: bool) -> String {
+    fn prepare(&mut self, tx: &mut Tx<'_, '_>, columns: &[(&str, &str)], mask: bool) -> String {
         let mut defs: Vec<String> = columns.iter().map(|(n, t)| format!("{} {t}", quote(n))).collect();
         if mask {
             defs.push(format!("{UNCHANGED_COLUMN} integer[]"));
@@ -313,10 +330,10 @@ impl Staging {
 
 /// Fills a staging table with these columns and copies the rows in; returns its name.
 /// With `mask`, a last column lists the (1-based) columns each row leaves unchanged.
-async fn stage(tx: &mut Tx<'_>, staging: &mut Staging, columns: &[(&str, &str)], rows: &[&Row], mask: bool) -> Result<String, WriteError> {
+async fn stage(tx: &mut Tx<'_, '_>, staging: &mut Staging, columns: &[(&str, &str)], rows: &[&Row], mask: bool) -> Result<String, WriteError> {
     let name = staging.prepare(tx, columns, mask);
     // The statements queued so far go out with the COPY, in one round trip.
-    let queued = tx.take();
+    let queued = std::mem::take(&mut tx.ops);
     let copy = format!("COPY {name} FROM STDIN");
     let (before, sink) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.copy_in::<_, Bytes>(&copy));
     before?;
@@ -355,12 +372,33 @@ async fn stage(tx: &mut Tx<'_>, staging: &mut Staging, columns: &[(&str, &str)],
     Ok(name)
 }
 
+/// `rows`' cells of `columns` as a relation for a statement's FROM: one text array
+/// parameter per column, cast to the column's type, as `s.c1 … s.cN`; and the parameters.
+fn unnest<'b>(columns: &[(&str, &str)], rows: &[&'b Row]) -> (String, Vec<Param<'b>>) {
+    let arrays: Vec<String> = (1..=columns.len()).map(|i| format!("${i}::text[]")).collect();
+    let aliases: Vec<String> = (1..=columns.len()).map(|i| format!("c{i}")).collect();
+    let params = (0..columns.len())
+        .map(|i| Box::new(rows.iter().map(|r| r.cell(i).text()).collect::<Vec<Option<&'b str>>>()) as Param<'b>)
+        .collect();
+    (format!("unnest({}) AS s({})", arrays.join(", "), aliases.join(", ")), params)
+}
+
+/// Column `i` of [`unnest`]'s relation, as the column's type.
+fn cast(i: usize, ty: &str) -> String {
+    if ty == "text" {
+        format!("s.c{}", i + 1)
+    } else {
+        format!("s.c{}::{ty}", i + 1)
+    }
+}
+
 /// Applies one table's steps.
-async fn apply_table(
-    tx: &mut Tx<'_>,
+async fn apply_table<'b>(
+    tx: &mut Tx<'_, 'b>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
-    tb: &TableBatch,
+    statements: &mut Statements,
+    tb: &'b TableBatch,
     staging: &mut Staging,
 ) -> Result<(), WriteError> {
     if tb.steps.is_empty() {
@@ -372,8 +410,14 @@ async fn apply_table(
     let keys = &cols[..tb.key_len];
     let values = &cols[tb.key_len..];
     let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
-    let key_match =
-        |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
+    let key_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+    // Key columns equal, between the target and unnest's relation.
+    let key_match_cast = keys.iter().enumerate().map(|(i, (k, t))| format!("t.{} = {}", quote(k), cast(i, t))).collect::<Vec<_>>().join(" AND ");
+    let conflict = if values.is_empty() {
+        "DO NOTHING".to_owned()
+    } else {
+        format!("DO UPDATE SET {}", values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", "))
+    };
     let at = |e: WriteError, origin: usize| WriteError { origin: e.origin.or(Some(origin)), ..e };
     for step in &tb.steps {
         match step {
@@ -383,88 +427,112 @@ async fn apply_table(
             Step::Apply(seg) => {
                 if !seg.deletes.is_empty() {
                     let rows: Vec<&Row> = seg.deletes.iter().collect();
-                    let name = stage(tx, staging, keys, &rows, false).await.map_err(|e| at(e, rows[0].origin))?;
-                    tx.queue(
-                        format!("DELETE FROM {target} AS t USING {name} AS s WHERE {}", key_match("t", "s")),
-                        format!("cannot delete from {}", tb.name),
-                        Some(rows[0].origin),
-                    );
+                    let (source, params) = unnest(keys, &rows);
+                    let sql = format!("DELETE FROM {target} AS t USING {source} WHERE {key_match_cast}");
+                    tx.queue_prepared(statements, sql, params, format!("cannot delete from {}", tb.name), Some(rows[0].origin)).await?;
                 }
                 let rows: Vec<&Row> = seg.rows().collect();
                 if rows.is_empty() {
                     continue;
                 }
                 let first = rows[0].origin;
-                let name = stage(tx, staging, &cols, &rows, true).await.map_err(|e| at(e, first))?;
-                let masked = rows.iter().any(|r| r.has_unchanged());
-                let keep_unchanged = |i: usize, c: &str| {
-                    format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c))
-                };
-                let set_masked: Vec<String> = values.iter().enumerate().map(|(j, (c, _))| keep_unchanged(tb.key_len + j, c)).collect();
-                let select_nulling: Vec<String> = cols
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (c, _))| format!("CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN NULL ELSE s.{} END", i + 1, quote(c)))
-                    .collect();
-                let mut statements = Vec::new();
-                match cfg.insert_mode {
+                if rows.iter().any(|r| r.has_unchanged()) {
+                    // Rows that keep some columns as the target has them.
+                    apply_masked(tx, cfg, staging, &target, &cols, tb, &rows, &conflict).await.map_err(|e| at(e, first))?;
+                    continue;
+                }
+                let select = cols.iter().enumerate().map(|(i, (_, t))| cast(i, t)).collect::<Vec<_>>().join(", ");
+                let (source, params) = unnest(&cols, &rows);
+                let sql = match cfg.insert_mode {
                     InsertMode::Upsert => {
-                        let conflict = if values.is_empty() {
-                            "DO NOTHING".to_owned()
-                        } else {
-                            format!(
-                                "DO UPDATE SET {}",
-                                values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", ")
-                            )
-                        };
-                        let keys_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
-                        statements.push(format!(
-                            "INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name} WHERE {UNCHANGED_COLUMN} IS NULL ON CONFLICT ({keys_list}) {conflict}"
-                        ));
-                        if masked {
-                            if !set_masked.is_empty() {
-                                statements.push(format!(
-                                    "UPDATE {target} AS t SET {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND {}",
-                                    set_masked.join(", "),
-                                    key_match("t", "s")
-                                ));
-                            }
-                            statements.push(format!(
-                                "INSERT INTO {target} ({col_list}) SELECT {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {target} AS t WHERE {})",
-                                select_nulling.join(", "),
-                                key_match("t", "s")
-                            ));
-                        }
+                        format!("INSERT INTO {target} ({col_list}) SELECT {select} FROM {source} ON CONFLICT ({key_list}) {conflict}")
                     }
-                    InsertMode::Insert => statements.push(format!("INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name}")),
+                    InsertMode::Insert => format!("INSERT INTO {target} ({col_list}) SELECT {select} FROM {source}"),
+                    InsertMode::Update if values.is_empty() => continue,
                     InsertMode::Update => {
-                        if !set_masked.is_empty() {
-                            statements.push(format!(
-                                "UPDATE {target} AS t SET {} FROM {name} AS s WHERE {}",
-                                set_masked.join(", "),
-                                key_match("t", "s")
-                            ));
-                        }
+                        let set: Vec<String> =
+                            values.iter().enumerate().map(|(j, (c, t))| format!("{} = {}", quote(c), cast(tb.key_len + j, t))).collect();
+                        format!("UPDATE {target} AS t SET {} FROM {source} WHERE {key_match_cast}", set.join(", "))
                     }
-                }
-                for sql in statements {
-                    tx.queue(sql, format!("cannot write to {}", tb.name), Some(first));
-                }
+                };
+                tx.queue_prepared(statements, sql, params, format!("cannot write to {}", tb.name), Some(first)).await?;
             }
         }
     }
     Ok(())
 }
 
-async fn apply(
-    tx: &mut Tx<'_>,
+/// Writes rows of which some keep columns unchanged, through a staging table.
+#[allow(clippy::too_many_arguments)]
+async fn apply_masked(
+    tx: &mut Tx<'_, '_>,
+    cfg: &JdbcSinkConfig,
+    staging: &mut Staging,
+    target: &str,
+    cols: &[(&str, &str)],
+    tb: &TableBatch,
+    rows: &[&Row],
+    conflict: &str,
+) -> Result<(), WriteError> {
+    let first = rows[0].origin;
+    let keys = &cols[..tb.key_len];
+    let values = &cols[tb.key_len..];
+    let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+    let key_match =
+        |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
+    let name = stage(tx, staging, cols, rows, true).await?;
+    let keep_unchanged = |i: usize, c: &str| {
+        format!("{} = CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN t.{} ELSE s.{} END", quote(c), i + 1, quote(c), quote(c))
+    };
+    let set_masked: Vec<String> = values.iter().enumerate().map(|(j, (c, _))| keep_unchanged(tb.key_len + j, c)).collect();
+    let select_nulling: Vec<String> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, (c, _))| format!("CASE WHEN {} = ANY(s.{UNCHANGED_COLUMN}) THEN NULL ELSE s.{} END", i + 1, quote(c)))
+        .collect();
+    let mut statements = Vec::new();
+    match cfg.insert_mode {
+        InsertMode::Upsert => {
+            let keys_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+            statements.push(format!(
+                "INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name} WHERE {UNCHANGED_COLUMN} IS NULL ON CONFLICT ({keys_list}) {conflict}"
+            ));
+            if !set_masked.is_empty() {
+                statements.push(format!(
+                    "UPDATE {target} AS t SET {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND {}",
+                    set_masked.join(", "),
+                    key_match("t", "s")
+                ));
+            }
+            statements.push(format!(
+                "INSERT INTO {target} ({col_list}) SELECT {} FROM {name} AS s WHERE s.{UNCHANGED_COLUMN} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {target} AS t WHERE {})",
+                select_nulling.join(", "),
+                key_match("t", "s")
+            ));
+        }
+        InsertMode::Insert => statements.push(format!("INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name}")),
+        InsertMode::Update => {
+            if !set_masked.is_empty() {
+                statements.push(format!("UPDATE {target} AS t SET {} FROM {name} AS s WHERE {}", set_masked.join(", "), key_match("t", "s")));
+            }
+        }
+    }
+    for sql in statements {
+        tx.queue(sql, format!("cannot write to {}", tb.name), Some(first));
+    }
+    Ok(())
+}
+
+async fn apply<'b>(
+    tx: &mut Tx<'_, 'b>,
     cfg: &JdbcSinkConfig,
     cache: &mut HashMap<TableName, Vec<(String, String)>>,
-    batch: &Batch,
+    statements: &mut Statements,
+    batch: &'b Batch,
     staging: &mut Staging,
 ) -> Result<(), WriteError> {
     for tb in &batch.tables {
-        apply_table(tx, cfg, cache, tb, staging).await?;
+        apply_table(tx, cfg, cache, statements, tb, staging).await?;
     }
     Ok(())
 }
@@ -498,32 +566,24 @@ impl Dialect for PgWriter {
         );
         let cfg = self.cfg.clone();
         self.open().await?;
-        let offsets_statement = match &self.offsets_statement {
-            Some(s) => s.clone(),
-            None => {
-                let client = self.client.as_mut().expect("connected");
-                let s = client.prepare(&offsets_sql).await.map_err(|e| classify("cannot prepare the offsets statement", e))?;
-                self.offsets_statement = Some(s.clone());
-                s
-            }
-        };
         let mut cache = std::mem::take(&mut self.tables);
         let mut staging = std::mem::take(&mut self.staging);
+        let statements = &mut self.statements;
         let client = self.client.as_mut().expect("connected");
         let topics: Vec<String> = batch.offsets.keys().map(|tp| tp.topic.clone()).collect();
         let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
         let next: Vec<i64> = batch.offsets.values().copied().collect();
         let first: Vec<i64> = batch.offsets.iter().map(|(tp, n)| batch.first.get(tp).copied().unwrap_or(*n)).collect();
+        let partition_count = topics.len() as u64;
         let mut tx = Tx::begin(client);
         let result = async {
-            apply(&mut tx, &cfg, &mut cache, batch, &mut staging).await?;
-            // The last statements go out with the offsets, in one round trip.
-            let queued = tx.take();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [&connector, &topics, &partitions, &next, &first];
-            let (data, stored) = futures_util::join!(Tx::execute(tx.client, queued), tx.client.execute(&offsets_statement, &params));
-            data?;
-            let stored = stored.map_err(|e| classify("cannot store offsets", e))?;
-            if stored != topics.len() as u64 {
+            apply(&mut tx, &cfg, &mut cache, statements, batch, &mut staging).await?;
+            // The statements not sent yet go out with the offsets, in one round trip.
+            let params: Vec<Param> =
+                vec![Box::new(connector.to_owned()), Box::new(topics), Box::new(partitions), Box::new(next), Box::new(first)];
+            tx.queue_prepared(statements, offsets_sql, params, "cannot store offsets", None).await?;
+            let stored = tx.flush().await?.last().copied().unwrap_or_default();
+            if stored != partition_count {
                 return Err(WriteError {
                     kind: ErrorKind::Retriable,
                     message: "the target already holds offsets past this batch (written by another instance of this task); \
@@ -548,9 +608,9 @@ impl Dialect for PgWriter {
             }
             Err(e) => {
                 // Rolled back: DDL of this transaction too, so forget what was learnt (and
-                // prepare the offsets statement again, in case its table changed).
+                // prepare the statements again, in case their tables changed).
                 self.tables.clear();
-                self.offsets_statement = None;
+                self.statements.clear();
                 Err(e)
             }
         }
@@ -560,12 +620,13 @@ impl Dialect for PgWriter {
         let cfg = self.cfg.clone();
         self.open().await?;
         let mut staging = std::mem::take(&mut self.staging);
+        let statements = &mut self.statements;
         let client = self.client.as_mut().expect("connected");
         let mut tx = Tx::begin(client);
         let result = async {
             let mut cache = HashMap::new();
-            apply(&mut tx, &cfg, &mut cache, batch, &mut staging).await?;
-            tx.flush().await
+            apply(&mut tx, &cfg, &mut cache, statements, batch, &mut staging).await?;
+            tx.flush().await.map(|_| ())
         }
         .await;
         tx.rollback().await;
@@ -575,67 +636,117 @@ impl Dialect for PgWriter {
     }
 }
 
-/// Statements queued for one round trip: what runs in a transaction and whose result is
-/// only an error or not goes out with the next statement that needs an answer (a COPY, a
-/// catalog query, the commit), in order, as one simple-query message.
-struct Queued {
-    sql: String,
-    /// What the statements do, for an error message.
+/// A statement of the next round trip.
+struct Op<'b> {
+    kind: OpKind<'b>,
+    /// What the statement does, for an error message.
     context: String,
-    /// The first record the statements write, if known.
+    /// The first record the statement writes, if known.
     origin: Option<usize>,
 }
 
-/// A transaction on a connection, with statements queued for the next round trip.
-struct Tx<'a> {
-    client: &'a Client,
-    queued: Option<Queued>,
+enum OpKind<'b> {
+    /// Statements whose result is only an error or not, as one simple-query message.
+    Simple(String),
+    /// A prepared statement and its parameters; its result is the number of rows.
+    Prepared(Statement, Vec<Param<'b>>),
 }
 
-impl<'a> Tx<'a> {
+/// A parameter of a prepared statement.
+type Param<'b> = Box<dyn ToSql + Sync + Send + 'b>;
+
+/// A transaction on a connection, with the statements of the next round trip: what runs
+/// in a transaction goes out together with the next statement that needs an answer (a
+/// COPY, a catalog query, the offsets), in order, pipelined.
+struct Tx<'a, 'b> {
+    client: &'a Client,
+    ops: Vec<Op<'b>>,
+}
+
+impl<'a, 'b> Tx<'a, 'b> {
     /// Starts a transaction: BEGIN goes out with the first round trip.
     fn begin(client: &'a mut Client) -> Self {
-        Self { client, queued: Some(Queued { sql: "BEGIN".to_owned(), context: "cannot begin a transaction".to_owned(), origin: None }) }
+        let mut tx = Self { client, ops: Vec::new() };
+        tx.queue("BEGIN".to_owned(), "cannot begin a transaction", None);
+        tx
     }
 
+    /// Queues statements without parameters (joined with those queued just before).
     fn queue(&mut self, sql: String, context: impl Into<String>, origin: Option<usize>) {
-        match &mut self.queued {
-            Some(q) => {
-                q.sql.push_str(";\n");
-                q.sql.push_str(&sql);
-                q.context = context.into();
-                q.origin = q.origin.or(origin);
-            }
-            None => self.queued = Some(Queued { sql, context: context.into(), origin }),
+        if let Some(Op { kind: OpKind::Simple(queued), context: c, origin: o }) = self.ops.last_mut() {
+            queued.push_str(";\n");
+            queued.push_str(&sql);
+            *c = context.into();
+            *o = o.or(origin);
+        } else {
+            self.ops.push(Op { kind: OpKind::Simple(sql), context: context.into(), origin });
         }
     }
 
-    fn take(&mut self) -> Option<Queued> {
-        self.queued.take()
+    /// Queues a statement with parameters, prepared on the connection the first time.
+    async fn queue_prepared(
+        &mut self,
+        statements: &mut Statements,
+        sql: String,
+        params: Vec<Param<'b>>,
+        context: impl Into<String>,
+        origin: Option<usize>,
+    ) -> Result<(), WriteError> {
+        let context = context.into();
+        let statement = match statements.get(&sql) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.client.prepare(&sql).await.map_err(|e| WriteError { origin, ..classify(&context, e) })?;
+                statements.insert(sql, s.clone());
+                s
+            }
+        };
+        self.ops.push(Op { kind: OpKind::Prepared(statement, params), context, origin });
+        Ok(())
     }
 
     /// Runs `sql` now, after what is queued.
     async fn run(&mut self, sql: String, context: String, origin: Option<usize>) -> Result<(), WriteError> {
         self.queue(sql, context, origin);
-        self.flush().await
+        self.flush().await.map(|_| ())
     }
 
-    async fn flush(&mut self) -> Result<(), WriteError> {
-        let queued = self.take();
-        Self::execute(self.client, queued).await
+    /// Sends what is queued and waits for the answers: the row count of each statement
+    /// with parameters, in order.
+    async fn flush(&mut self) -> Result<Vec<u64>, WriteError> {
+        let ops = std::mem::take(&mut self.ops);
+        Self::execute(self.client, ops).await
     }
 
-    async fn execute(client: &Client, queued: Option<Queued>) -> Result<(), WriteError> {
-        let Some(q) = queued else { return Ok(()) };
-        client.batch_execute(&q.sql).await.map_err(|e| {
-            let err = classify(&q.context, e);
-            WriteError { origin: err.origin.or(q.origin), ..err }
-        })
+    async fn execute(client: &Client, ops: Vec<Op<'b>>) -> Result<Vec<u64>, WriteError> {
+        // Each request is sent when its future is first polled, in order: one round trip.
+        let results = futures_util::future::join_all(ops.iter().map(|op| async move {
+            match &op.kind {
+                OpKind::Simple(sql) => client.batch_execute(sql).await.map(|()| None),
+                OpKind::Prepared(statement, params) => {
+                    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+                    client.execute(statement, &params).await.map(Some)
+                }
+            }
+        }))
+        .await;
+        let mut counts = Vec::new();
+        // The first error is the cause; those after it only say the transaction aborted.
+        for (op, result) in ops.iter().zip(results) {
+            match result {
+                Ok(n) => counts.extend(n),
+                Err(e) => {
+                    let err = classify(&op.context, e);
+                    return Err(WriteError { origin: err.origin.or(op.origin), ..err });
+                }
+            }
+        }
+        Ok(counts)
     }
 
     /// Ends the transaction without keeping anything (nothing to do when it already ended).
     async fn rollback(&mut self) {
-        self.queued = None;
+        self.ops.clear();
         if let Err(e) = self.client.batch_execute("ROLLBACK").await {
             tracing::debug!(error = %e, "rollback failed; the connection is reset before the next write");
         }
