@@ -517,10 +517,21 @@ impl ErrantRecordReporter for Reporter {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_the_target_rejects_are_reported_and_the_rest_is_written() {
+    rejected_records_are_reported(500).await;
+}
+
+/// The same with a put in six chunks, written in the background: the first chunk fails,
+/// so all six are written again, in order, through the error handling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_records_in_a_put_of_several_chunks_are_reported_and_the_rest_is_written() {
+    rejected_records_are_reported(50).await;
+}
+
+async fn rejected_records_are_reported(batch_size: usize) {
     let pg = Pg::start();
     let db = pg.client().await;
     db.batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int CHECK (n >= 0))").await.unwrap();
-    let p = pg.debezium(&[("batch.size", "500")]);
+    let p = pg.debezium(&[("batch.size", &batch_size.to_string())]);
     let class = p.get("connector.class").cloned().unwrap();
     let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
     let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
