@@ -8,6 +8,8 @@
 //! `Timestamp`. Structs and maps (other than the logical types above) become `jsonb`
 //! columns holding the value as JSON.
 
+use std::borrow::Cow;
+
 use sluice_api::schema::logical;
 use sluice_api::{Schema, SchemaType, Value};
 
@@ -30,22 +32,45 @@ pub mod names {
     pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
 }
 
-/// One value ready for the target.
+/// One value ready for the target. Numbers, booleans and timestamps keep their value (a
+/// writer may send them in binary); [`Cell::text`] is the text form of any of them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Cell {
     Null,
     /// PostgreSQL's text input form.
     Text(String),
+    /// An integer without a logical type.
+    Int(i64),
+    /// A float32, as its bits.
+    Float32(u32),
+    /// A float64, as its bits.
+    Float64(u64),
+    Bool(bool),
+    /// A timestamp without time zone, in microseconds since 1970-01-01 (Connect's
+    /// `Timestamp`, Debezium's `Timestamp`, `MicroTimestamp` and `NanoTimestamp`).
+    Timestamp(i64),
     /// The source did not send this (unchanged, TOASTed) value: keep what the target has.
     Unchanged,
 }
 
 impl Cell {
-    pub fn text(&self) -> Option<&str> {
-        match self {
-            Cell::Text(s) => Some(s),
-            _ => None,
-        }
+    /// The text input form; `None` for NULL and an unchanged value.
+    pub fn text(&self) -> Option<Cow<'_, str>> {
+        Some(match self {
+            Cell::Text(s) => Cow::Borrowed(s),
+            Cell::Int(v) => Cow::Owned(itoa::Buffer::new().format(*v).to_owned()),
+            Cell::Float32(bits) => {
+                let v = f32::from_bits(*bits);
+                Cow::Owned(float_text(f64::from(v), v.to_string()))
+            }
+            Cell::Float64(bits) => {
+                let v = f64::from_bits(*bits);
+                Cow::Owned(float_text(v, v.to_string()))
+            }
+            Cell::Bool(b) => Cow::Borrowed(if *b { "t" } else { "f" }),
+            Cell::Timestamp(micros) => Cow::Owned(timestamp_text(*micros)),
+            Cell::Null | Cell::Unchanged => return None,
+        })
     }
 }
 
@@ -110,6 +135,24 @@ pub fn cell(value: &Value, schema: &Schema) -> Result<Cell, String> {
     }
     if is_unavailable(value) {
         return Ok(Cell::Unchanged);
+    }
+    if schema.decimal_scale().is_none() {
+        let typed = match (schema.name.as_deref(), value) {
+            (None, Value::Int8(v)) => Some(Cell::Int(i64::from(*v))),
+            (None, Value::Int16(v)) => Some(Cell::Int(i64::from(*v))),
+            (None, Value::Int32(v)) => Some(Cell::Int(i64::from(*v))),
+            (None, Value::Int64(v)) => Some(Cell::Int(*v)),
+            (None, Value::Float32(v)) => Some(Cell::Float32(v.to_bits())),
+            (None, Value::Float64(v)) => Some(Cell::Float64(v.to_bits())),
+            (None, Value::Boolean(b)) => Some(Cell::Bool(*b)),
+            (Some(logical::TIMESTAMP | names::TIMESTAMP), v) => v.as_i64().map(|ms| Cell::Timestamp(ms.saturating_mul(1000))),
+            (Some(names::MICRO_TIMESTAMP), v) => v.as_i64().map(Cell::Timestamp),
+            (Some(names::NANO_TIMESTAMP), v) => v.as_i64().map(|ns| Cell::Timestamp(ns.div_euclid(1000))),
+            _ => None,
+        };
+        if let Some(cell) = typed {
+            return Ok(cell);
+        }
     }
     text(value, schema).map(Cell::Text)
 }
@@ -326,6 +369,31 @@ fn timestamp_text(micros: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_cells_keep_the_text_form() {
+        let cases = [
+            (Value::Int8(-3), Schema::int8()),
+            (Value::Int16(300), Schema::int16()),
+            (Value::Int32(i32::MIN), Schema::int32()),
+            (Value::Int64(i64::MAX), Schema::int64()),
+            (Value::Float32(1.1), Schema::float32()),
+            (Value::Float32(f32::NAN), Schema::float32()),
+            (Value::Float64(-0.1), Schema::float64()),
+            (Value::Float64(f64::NEG_INFINITY), Schema::float64()),
+            (Value::Boolean(true), Schema::boolean()),
+            (Value::Int64(1_700_000_000_123), Schema::timestamp()),
+            (Value::Int64(-62_135_596_800_000_001), Schema::int64().named(names::MICRO_TIMESTAMP)),
+            (Value::Int64(1_700_000_000_123_456_789), Schema::int64().named(names::NANO_TIMESTAMP)),
+        ];
+        for (value, schema) in cases {
+            let c = cell(&value, &schema).unwrap();
+            assert!(!matches!(c, Cell::Text(_)), "{value:?} stays typed");
+            assert_eq!(c.text().as_deref(), Some(text(&value, &schema).unwrap().as_str()), "{value:?}");
+        }
+        // Named integers other than timestamps stay text.
+        assert!(matches!(cell(&Value::Int32(19_782), &Schema::int32().named(names::DATE)).unwrap(), Cell::Text(_)));
+    }
 
     #[test]
     fn decimals() {

@@ -41,7 +41,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use sluice_api::TopicPartition;
-use tokio_postgres::types::ToSql;
+use bytes::{BufMut, BytesMut};
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 use super::batch::{Batch, Row, Step, TableBatch, TableName};
@@ -350,7 +351,7 @@ async fn stage(tx: &mut Tx<'_, '_>, staging: &mut Staging, columns: &[(&str, &st
             if *cell == Cell::Unchanged {
                 unchanged.push((i + 1).to_string());
             }
-            copy_field(&mut buf, cell.text());
+            copy_field(&mut buf, cell.text().as_deref());
         }
         if mask {
             buf.push(b'\t');
@@ -372,24 +373,169 @@ async fn stage(tx: &mut Tx<'_, '_>, staging: &mut Staging, columns: &[(&str, &st
     Ok(name)
 }
 
-/// `rows`' cells of `columns` as a relation for a statement's FROM: one text array
-/// parameter per column, cast to the column's type, as `s.c1 … s.cN`; and the parameters.
-fn unnest<'b>(columns: &[(&str, &str)], rows: &[&'b Row]) -> (String, Vec<Param<'b>>) {
-    let arrays: Vec<String> = (1..=columns.len()).map(|i| format!("${i}::text[]")).collect();
+/// `rows`' cells of `columns` as a relation for a statement's FROM: one array parameter
+/// per column, as `s.c1 … s.cN` (see [`Encoding`] and [`cast`]); and the parameters.
+fn unnest<'b>(columns: &[(&str, &str)], rows: &[&'b Row]) -> (String, Vec<Encoding>, Vec<Param<'b>>) {
+    let encodings: Vec<Encoding> = columns.iter().enumerate().map(|(i, (_, ty))| Encoding::choose(ty, rows, i)).collect();
+    let arrays: Vec<String> = encodings.iter().enumerate().map(|(i, e)| format!("${}::{}", i + 1, e.array_type())).collect();
     let aliases: Vec<String> = (1..=columns.len()).map(|i| format!("c{i}")).collect();
-    let params = (0..columns.len())
-        .map(|i| Box::new(rows.iter().map(|r| r.cell(i).text()).collect::<Vec<Option<&'b str>>>()) as Param<'b>)
+    let params = encodings
+        .iter()
+        .enumerate()
+        .map(|(i, &encoding)| Box::new(ColumnArray { cells: rows.iter().map(|r| r.cell(i)).collect(), encoding }) as Param<'b>)
         .collect();
-    (format!("unnest({}) AS s({})", arrays.join(", "), aliases.join(", ")), params)
+    (format!("unnest({}) AS s({})", arrays.join(", "), aliases.join(", ")), encodings, params)
 }
 
-/// Column `i` of [`unnest`]'s relation, as the column's type.
-fn cast(i: usize, ty: &str) -> String {
-    if ty == "text" {
+/// Column `i` of [`unnest`]'s relation as the column's type: cast from text when it was
+/// sent as text.
+fn cast(i: usize, ty: &str, encoding: Encoding) -> String {
+    if encoding != Encoding::Text || ty == "text" {
         format!("s.c{}", i + 1)
     } else {
         format!("s.c{}::{ty}", i + 1)
     }
+}
+
+/// Microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch for binary timestamps.
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// How a column's values go to the server: in binary when the column has a type of their
+/// own kind (`bigint` for integers, `timestamp` for timestamps, …) and every value fits it,
+/// else as text, cast by the statement to the column's type (its text input form, what
+/// `COPY` reads). Both give the same stored value; binary spares the server the parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Text,
+    Int8,
+    Int4,
+    Int2,
+    Float8,
+    Float4,
+    Bool,
+    Timestamp,
+}
+
+impl Encoding {
+    fn choose(ty: &str, rows: &[&Row], i: usize) -> Self {
+        let candidate = match ty {
+            "bigint" => Encoding::Int8,
+            "integer" => Encoding::Int4,
+            "smallint" => Encoding::Int2,
+            "double precision" => Encoding::Float8,
+            "real" => Encoding::Float4,
+            "boolean" => Encoding::Bool,
+            "timestamp without time zone" => Encoding::Timestamp,
+            _ => return Encoding::Text,
+        };
+        let fits = |cell: &Cell| match (candidate, cell) {
+            (_, Cell::Null) => true,
+            (Encoding::Int8, Cell::Int(_)) | (Encoding::Float8, Cell::Float64(_)) | (Encoding::Float4, Cell::Float32(_)) => true,
+            (Encoding::Bool, Cell::Bool(_)) => true,
+            (Encoding::Int4, Cell::Int(v)) => i32::try_from(*v).is_ok(),
+            (Encoding::Int2, Cell::Int(v)) => i16::try_from(*v).is_ok(),
+            // i64::MIN and MAX are -infinity and infinity in binary; the text form of such a
+            // value is out of range, as the server says when it reads it.
+            (Encoding::Timestamp, Cell::Timestamp(us)) => us.checked_sub(PG_EPOCH_MICROS).is_some_and(|v| v != i64::MIN && v != i64::MAX),
+            _ => false,
+        };
+        if rows.iter().all(|r| fits(r.cell(i))) {
+            candidate
+        } else {
+            Encoding::Text
+        }
+    }
+
+    fn array_type(self) -> &'static str {
+        match self {
+            Encoding::Text => "text[]",
+            Encoding::Int8 => "bigint[]",
+            Encoding::Int4 => "integer[]",
+            Encoding::Int2 => "smallint[]",
+            Encoding::Float8 => "double precision[]",
+            Encoding::Float4 => "real[]",
+            Encoding::Bool => "boolean[]",
+            Encoding::Timestamp => "timestamp[]",
+        }
+    }
+
+    fn element(self) -> Type {
+        match self {
+            Encoding::Text => Type::TEXT,
+            Encoding::Int8 => Type::INT8,
+            Encoding::Int4 => Type::INT4,
+            Encoding::Int2 => Type::INT2,
+            Encoding::Float8 => Type::FLOAT8,
+            Encoding::Float4 => Type::FLOAT4,
+            Encoding::Bool => Type::BOOL,
+            Encoding::Timestamp => Type::TIMESTAMP,
+        }
+    }
+}
+
+/// One column of a batch as a one-dimensional array parameter, in the binary format.
+#[derive(Debug)]
+struct ColumnArray<'b> {
+    cells: Vec<&'b Cell>,
+    encoding: Encoding,
+}
+
+impl ToSql for ColumnArray<'_> {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let nulls = self.cells.iter().any(|c| matches!(c, Cell::Null | Cell::Unchanged));
+        out.put_i32(1); // dimensions
+        out.put_i32(i32::from(nulls));
+        out.put_u32(self.encoding.element().oid());
+        out.put_i32(i32::try_from(self.cells.len())?);
+        out.put_i32(1); // lower bound
+        for cell in &self.cells {
+            match (self.encoding, cell) {
+                (_, Cell::Null | Cell::Unchanged) => out.put_i32(-1),
+                (Encoding::Int8, Cell::Int(v)) => {
+                    out.put_i32(8);
+                    out.put_i64(*v);
+                }
+                (Encoding::Int4, Cell::Int(v)) => {
+                    out.put_i32(4);
+                    out.put_i32(i32::try_from(*v)?);
+                }
+                (Encoding::Int2, Cell::Int(v)) => {
+                    out.put_i32(2);
+                    out.put_i16(i16::try_from(*v)?);
+                }
+                (Encoding::Float8, Cell::Float64(bits)) => {
+                    out.put_i32(8);
+                    out.put_u64(*bits);
+                }
+                (Encoding::Float4, Cell::Float32(bits)) => {
+                    out.put_i32(4);
+                    out.put_u32(*bits);
+                }
+                (Encoding::Bool, Cell::Bool(b)) => {
+                    out.put_i32(1);
+                    out.put_u8(u8::from(*b));
+                }
+                (Encoding::Timestamp, Cell::Timestamp(us)) => {
+                    out.put_i32(8);
+                    out.put_i64(us - PG_EPOCH_MICROS);
+                }
+                (Encoding::Text, cell) => {
+                    let text = cell.text().unwrap_or_default();
+                    out.put_i32(i32::try_from(text.len())?);
+                    out.put_slice(text.as_bytes());
+                }
+                (encoding, cell) => return Err(format!("a {cell:?} value cannot be sent as {encoding:?}").into()),
+            }
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        [Type::TEXT_ARRAY, Type::INT8_ARRAY, Type::INT4_ARRAY, Type::INT2_ARRAY, Type::FLOAT8_ARRAY, Type::FLOAT4_ARRAY, Type::BOOL_ARRAY, Type::TIMESTAMP_ARRAY]
+            .contains(ty)
+    }
+
+    to_sql_checked!();
 }
 
 /// Applies one table's steps.
@@ -412,7 +558,9 @@ async fn apply_table<'b>(
     let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
     let key_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
     // Key columns equal, between the target and unnest's relation.
-    let key_match_cast = keys.iter().enumerate().map(|(i, (k, t))| format!("t.{} = {}", quote(k), cast(i, t))).collect::<Vec<_>>().join(" AND ");
+    let key_match_cast = |encodings: &[Encoding]| {
+        keys.iter().enumerate().map(|(i, (k, t))| format!("t.{} = {}", quote(k), cast(i, t, encodings[i]))).collect::<Vec<_>>().join(" AND ")
+    };
     let conflict = if values.is_empty() {
         "DO NOTHING".to_owned()
     } else {
@@ -427,8 +575,8 @@ async fn apply_table<'b>(
             Step::Apply(seg) => {
                 if !seg.deletes.is_empty() {
                     let rows: Vec<&Row> = seg.deletes.iter().collect();
-                    let (source, params) = unnest(keys, &rows);
-                    let sql = format!("DELETE FROM {target} AS t USING {source} WHERE {key_match_cast}");
+                    let (source, encodings, params) = unnest(keys, &rows);
+                    let sql = format!("DELETE FROM {target} AS t USING {source} WHERE {}", key_match_cast(&encodings));
                     tx.queue_prepared(statements, sql, params, format!("cannot delete from {}", tb.name), Some(rows[0].origin)).await?;
                 }
                 let rows: Vec<&Row> = seg.rows().collect();
@@ -441,8 +589,8 @@ async fn apply_table<'b>(
                     apply_masked(tx, cfg, staging, &target, &cols, tb, &rows, &conflict).await.map_err(|e| at(e, first))?;
                     continue;
                 }
-                let select = cols.iter().enumerate().map(|(i, (_, t))| cast(i, t)).collect::<Vec<_>>().join(", ");
-                let (source, params) = unnest(&cols, &rows);
+                let (source, encodings, params) = unnest(&cols, &rows);
+                let select = cols.iter().enumerate().map(|(i, (_, t))| cast(i, t, encodings[i])).collect::<Vec<_>>().join(", ");
                 let sql = match cfg.insert_mode {
                     InsertMode::Upsert => {
                         format!("INSERT INTO {target} ({col_list}) SELECT {select} FROM {source} ON CONFLICT ({key_list}) {conflict}")
@@ -450,9 +598,12 @@ async fn apply_table<'b>(
                     InsertMode::Insert => format!("INSERT INTO {target} ({col_list}) SELECT {select} FROM {source}"),
                     InsertMode::Update if values.is_empty() => continue,
                     InsertMode::Update => {
-                        let set: Vec<String> =
-                            values.iter().enumerate().map(|(j, (c, t))| format!("{} = {}", quote(c), cast(tb.key_len + j, t))).collect();
-                        format!("UPDATE {target} AS t SET {} FROM {source} WHERE {key_match_cast}", set.join(", "))
+                        let set: Vec<String> = values
+                            .iter()
+                            .enumerate()
+                            .map(|(j, (c, t))| format!("{} = {}", quote(c), cast(tb.key_len + j, t, encodings[tb.key_len + j])))
+                            .collect();
+                        format!("UPDATE {target} AS t SET {} FROM {source} WHERE {}", set.join(", "), key_match_cast(&encodings))
                     }
                 };
                 tx.queue_prepared(statements, sql, params, format!("cannot write to {}", tb.name), Some(first)).await?;

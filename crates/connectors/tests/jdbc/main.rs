@@ -348,6 +348,80 @@ async fn auto_create_types_and_evolve() {
     );
 }
 
+/// Numbers, booleans and timestamps go in binary where the column has their own type and
+/// as text (cast by the server) elsewhere: both store what the text form says, and a value
+/// the column cannot hold fails as the server's cast says, naming the record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_reach_columns_of_their_own_type_and_of_others_alike() {
+    let pg = Pg::start();
+    let db = pg.client().await;
+    db.batch_execute(
+        "CREATE TABLE mixed (id bigint PRIMARY KEY, i integer, s smallint, r real, r_wide double precision, d double precision, \
+         ts timestamp, ts3 timestamp(3), n numeric, t text, narrow integer, flag boolean, flag_text text)",
+    )
+    .await
+    .unwrap();
+    let s = |x: Schema| x.optional().into_ref();
+    let schema = Schema::struct_of([
+        ("id", Schema::int64().into_ref()),
+        ("i", s(Schema::int32())),
+        ("s", s(Schema::int16())),
+        ("r", s(Schema::float32())),
+        ("r_wide", s(Schema::float32())),
+        ("d", s(Schema::float64())),
+        ("ts", s(Schema::timestamp())),
+        ("ts3", s(Schema::int64().named("io.debezium.time.NanoTimestamp"))),
+        ("n", s(Schema::int64())),
+        ("t", s(Schema::int64())),
+        ("narrow", s(Schema::int64())),
+        ("flag", s(Schema::boolean())),
+        ("flag_text", s(Schema::boolean())),
+    ])
+    .into_ref();
+    let key_schema = Schema::struct_of([("id", Schema::int64().into_ref())]).into_ref();
+    let record = |offset: i64, id: i64, narrow: i64| {
+        let v = Struct::new(schema.clone())
+            .with("id", id)
+            .with("i", -7)
+            .with("s", Value::Int16(300))
+            .with("r", Value::Float32(1.1))
+            .with("r_wide", Value::Float32(1.1))
+            .with("d", Value::Float64(2.5))
+            .with("ts", 1_700_000_000_123i64)
+            .with("ts3", 1_700_000_000_123_456_789i64)
+            .with("n", 12_345_678_901_234i64)
+            .with("t", 42i64)
+            .with("narrow", narrow)
+            .with("flag", true)
+            .with("flag_text", false);
+        SinkRecord {
+            topic: "mixed".into(),
+            offset,
+            key_schema: Some(key_schema.clone()),
+            key: Value::Struct(Struct::new(key_schema.clone()).with("id", id)),
+            value_schema: Some(schema.clone()),
+            value: Value::Struct(v),
+            ..Default::default()
+        }
+    };
+    let p = pg.debezium(&[("collection.name.format", "${topic}")]);
+    let (mut t, _) = task(&p).await;
+    t.open(&[TopicPartition::new("mixed", 0)]).await.unwrap();
+    write(t.as_mut(), vec![record(0, 1, 5), record(1, 2, -5)]).await.unwrap();
+    assert_eq!(
+        rows(&db, "SELECT concat_ws('|', id, i, s, r, r_wide, d, ts, ts3, n, t, narrow, flag, flag_text) FROM mixed ORDER BY id").await,
+        vec![
+            "1|-7|300|1.1|1.1|2.5|2023-11-14 22:13:20.123|2023-11-14 22:13:20.123|12345678901234|42|5|t|f",
+            "2|-7|300|1.1|1.1|2.5|2023-11-14 22:13:20.123|2023-11-14 22:13:20.123|12345678901234|42|-5|t|f",
+        ]
+    );
+    // Too big for `integer`: sent as text, and the server's cast refuses it.
+    let err = write(t.as_mut(), vec![record(2, 3, 7), record(3, 4, 3_000_000_000)]).await.unwrap_err();
+    let trace = err.trace();
+    assert!(trace.contains("topic mixed partition 0 offset 3") && trace.contains("out of range"), "{trace}");
+    assert_eq!(rows(&db, "SELECT count(*)::text FROM mixed").await, vec!["2"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_in_the_target_make_restarts_exact() {
     let pg = Pg::start();
