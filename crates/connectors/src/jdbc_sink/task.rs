@@ -15,21 +15,22 @@
 //! have dropped during COMMIT), so the next `put` reads the offsets again before writing:
 //! a batch is applied once, whatever the runtime redelivers.
 //!
-//! ## A put is written in the background
-//! `put` builds the put's batches, waits for the previous put's writes, and hands its own
-//! to a background task that writes them in order, one transaction each; it returns once
-//! they are on their way. The runtime reads and converts the next records and the next
-//! `put` builds its batches meanwhile (from the offsets known then; built again if a write
-//! fails or the offsets change), so the target always has the next batch waiting and this
-//! process works at the same time. The next `put`, `pre_commit`, `close` and `stop` first
-//! wait for those writes ([`JdbcSinkTask::settle`]). A put's records are kept until they
-//! are durable: when a write fails, the background task stops there, and its records and
-//! every later chunk's are written again (through the usual error handling: retry, find
-//! the bad record, dead-letter it) before anything newer; a retriable failure is reported
-//! by the call that found it, the records staying held for the next attempt. `durable`
-//! moves only when a write commits.
+//! ## Puts are written in the background
+//! `put` builds the put's batches (while earlier puts are still written) and hands them to
+//! a background task that writes them in order, one transaction each, after the task of the
+//! put before it ended; it returns once they are on their way. Up to two puts are written
+//! or waiting at a time ([`WRITES_AHEAD`]): the target always has the next batch at hand,
+//! and the runtime reads and converts the next records meanwhile. What committed is counted
+//! as it commits and becomes `durable` at the next call. A put's records are kept until
+//! they are durable: when a write fails, the writes after it do not run, and the next
+//! `put`, `pre_commit`, `close` or `stop` waits for the tasks ([`JdbcSinkTask::settle`])
+//! and writes every chunk not committed again, in order (through the usual error handling:
+//! retry, find the bad record, dead-letter it) before anything newer; a retriable failure is
+//! reported by the call that found it, the records staying held for the next attempt.
+//! `pre_commit`, `close` and `stop` always wait for the writes.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,20 +64,39 @@ pub struct JdbcSinkTask {
     topic_tables: HashMap<String, TableName>,
     /// The writes in the background, holding the dialect while they run.
     in_flight: Option<InFlight>,
+    /// What the writes in the background did so far.
+    progress: Arc<Progress>,
+    /// Puts written or waiting in the background (at most [`WRITES_AHEAD`]).
+    ahead: Option<Arc<tokio::sync::Semaphore>>,
     /// Chunks of background writes that did not commit, to be written (in order) before
     /// anything newer.
     held: Vec<Arc<Vec<SinkRecord>>>,
 }
 
-/// A put's chunks being written in the background, and their records until durable.
+/// How many puts may be written or wait to be written in the background.
+const WRITES_AHEAD: usize = 2;
+
+/// The chunks being written in the background, and their records until durable.
 struct InFlight {
-    chunks: Vec<Arc<Vec<SinkRecord>>>,
-    handle: tokio::task::JoinHandle<Written>,
+    /// Chunks not counted as committed yet, oldest first.
+    chunks: VecDeque<Arc<Vec<SinkRecord>>>,
+    /// The newest put's task: it ends after those before it, and gives the dialect back.
+    head: tokio::task::JoinHandle<Written>,
 }
 
-/// What the background writes give back: the dialect, the batches, how many of them
-/// committed (in order), and the error that stopped the rest.
-type Written = (Box<dyn Dialect>, Vec<Batch>, usize, Result<(), WriteError>);
+/// What the newest background task gives back: the dialect and whether every write up to
+/// it committed (else the first error; the writes after it did not run). `Err` when a task
+/// did not finish (it panicked), with the dialect lost.
+type Written = Result<(Box<dyn Dialect>, Result<(), WriteError>), String>;
+
+/// Shared with the background writes.
+#[derive(Default)]
+struct Progress {
+    /// Chunks committed and not yet counted into `durable`.
+    committed: AtomicUsize,
+    /// A write failed: nothing after it is written until the task writes it again.
+    failed: AtomicBool,
+}
 
 impl JdbcSinkTask {
     fn connector(&self) -> String {
@@ -147,30 +167,33 @@ impl JdbcSinkTask {
         Ok((bad - 1, ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", error.message), error)))
     }
 
+    /// Counts the chunks committed in the background so far into `durable`.
+    fn harvest(&mut self) {
+        if let Some(f) = self.in_flight.as_mut() {
+            count_committed(&self.progress, &mut f.chunks, &mut self.durable, &mut self.failures);
+        }
+    }
+
     /// Waits for the background writes, if any, and makes their outcome count: what
     /// committed is durable; on a failure, the chunks not committed are written again here,
     /// with the usual error handling. An error leaves the chunks not yet written held for
     /// the next call. `true` when nothing but `durable` changed (no write failed, nothing
     /// was written again).
     async fn settle(&mut self) -> ConnectResult<bool> {
-        if let Some(InFlight { chunks, handle }) = self.in_flight.take() {
-            let (dialect, batches, committed, result) = match handle.await {
-                Ok(done) => done,
+        if let Some(mut f) = self.in_flight.take() {
+            let (dialect, result) = match f.head.await {
+                Ok(Ok(done)) => done,
+                Ok(Err(e)) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
                 Err(e) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
             };
             self.dialect = Some(dialect);
-            for batch in batches.into_iter().take(committed) {
-                self.failures = 0;
-                for (tp, next) in batch.offsets {
-                    let d = self.durable.entry(tp).or_insert(next);
-                    *d = (*d).max(next);
-                }
-            }
+            count_committed(&self.progress, &mut f.chunks, &mut self.durable, &mut self.failures);
+            self.progress.failed.store(false, Ordering::Release);
             if let Err(e) = result {
                 tracing::warn!(error = %e, "a background write to the target failed; writing its records again");
                 // Whether it committed is unknown until the offsets are read again.
                 self.reread = true;
-                self.held = chunks.into_iter().skip(committed).collect();
+                self.held = f.chunks.into_iter().collect();
             }
         }
         if self.held.is_empty() {
@@ -276,6 +299,24 @@ fn chunk_sizes(n: usize, batch_size: usize) -> impl Iterator<Item = usize> {
     (0..count).map(move |i| n / count + usize::from(i < n % count))
 }
 
+/// Takes the chunks the background writes committed so far off the front of `chunks`, and
+/// moves `durable` to their next offsets.
+fn count_committed(
+    progress: &Progress,
+    chunks: &mut VecDeque<Arc<Vec<SinkRecord>>>,
+    durable: &mut BTreeMap<TopicPartition, i64>,
+    failures: &mut u32,
+) {
+    for _ in 0..progress.committed.swap(0, Ordering::AcqRel) {
+        let chunk = chunks.pop_front().expect("a committed chunk was in flight");
+        *failures = 0;
+        for (tp, next) in batch::next_offsets(&chunk) {
+            let d = durable.entry(tp).or_insert(next);
+            *d = (*d).max(next);
+        }
+    }
+}
+
 /// `records` in chunks of [`chunk_sizes`].
 fn split(records: Vec<SinkRecord>, batch_size: usize) -> Vec<Arc<Vec<SinkRecord>>> {
     let sizes = chunk_sizes(records.len(), batch_size);
@@ -312,6 +353,11 @@ impl SinkTask for JdbcSinkTask {
     async fn open(&mut self, partitions: &[TopicPartition]) -> ConnectResult<()> {
         self.unread.extend(partitions.iter().cloned());
         self.assigned.extend(partitions.iter().cloned());
+        // The offsets are read with the dialect, which the writes in the background hold.
+        if let Err(e) = self.settle().await {
+            tracing::warn!(error = %e, "the writes before new partitions failed; put writes them again");
+            return Ok(());
+        }
         if let Err(e) = self.load_offsets().await {
             // Not fatal: put reads them before it writes anything.
             tracing::warn!(error = %e, "cannot read the stored offsets yet");
@@ -328,10 +374,20 @@ impl SinkTask for JdbcSinkTask {
         let applied = |r: &SinkRecord| durable.get(&r.topic_partition()).is_some_and(|next| r.offset < *next);
         let pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
         let mut chunks = split(pending, cfg.batch_size);
-        // The batches are built (on another thread) while the last put's writes still run.
+        // The batches are built (on another thread) while earlier puts are still written.
         let early = (self.in_flight.is_some() && self.held.is_empty() && !self.reread && self.unread.is_empty())
             .then(|| build_all(&cfg, &chunks, self.topic_tables.clone()));
-        let clean = self.settle().await?;
+        // Writes go on in the background unless one failed, or the offsets must be read.
+        let mut clean = true;
+        if self.progress.failed.load(Ordering::Acquire) || !self.held.is_empty() || self.reread || !self.unread.is_empty() {
+            clean = self.settle().await?;
+        }
+        let permit = self.ahead.get_or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(WRITES_AHEAD))).clone();
+        let permit = permit.acquire_owned().await.map_err(|e| ConnectError::fatal(format!("the background writes stopped: {e}")))?;
+        self.harvest();
+        if self.progress.failed.load(Ordering::Acquire) {
+            clean = self.settle().await? && clean;
+        }
         if let Err(e) = self.load_offsets().await {
             return Err(match e.kind {
                 ErrorKind::Retriable => self.retry_or_fail(e).await,
@@ -364,21 +420,41 @@ impl SinkTask for JdbcSinkTask {
         if batches.iter().all(Result::is_ok) {
             self.topic_tables = tables;
             let batches: Vec<Batch> = batches.into_iter().flatten().collect();
-            let mut dialect = self.dialect.take().expect("started");
-            let handle = tokio::spawn(async move {
-                for (i, batch) in batches.iter().enumerate() {
+            // After the writes before these, with the dialect they give back.
+            let (before, mut queued) = match self.in_flight.take() {
+                Some(f) => (Err(f.head), f.chunks),
+                None => (Ok(self.dialect.take().expect("started")), VecDeque::new()),
+            };
+            let progress = self.progress.clone();
+            let head = tokio::spawn(async move {
+                let _permit = permit;
+                let mut dialect = match before {
+                    Ok(dialect) => dialect,
+                    Err(head) => match head.await {
+                        Ok(Ok((dialect, Ok(())))) => dialect,
+                        // A write before these failed: they wait to be written again.
+                        Ok(Ok(failed)) => return Ok(failed),
+                        Ok(Err(e)) => return Err(e),
+                        Err(e) => return Err(e.to_string()),
+                    },
+                };
+                for batch in &batches {
                     if let Err(e) = dialect.write(&connector, batch).await {
-                        return (dialect, batches, i, Err(e));
+                        progress.failed.store(true, Ordering::Release);
+                        return Ok((dialect, Err(e)));
                     }
+                    progress.committed.fetch_add(1, Ordering::AcqRel);
                 }
-                let n = batches.len();
-                (dialect, batches, n, Ok(()))
+                Ok((dialect, Ok(())))
             });
-            self.in_flight = Some(InFlight { chunks, handle });
+            queued.extend(chunks);
+            self.in_flight = Some(InFlight { chunks: queued, head });
             return Ok(());
         }
         // A record cannot be turned into a change: chunk by chunk here, where the error
         // handling is (each chunk built again, after the records skipped before it).
+        drop(permit);
+        self.settle().await?;
         for chunk in &chunks {
             self.write_chunk(&connector, chunk).await?;
         }

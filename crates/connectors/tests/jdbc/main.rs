@@ -656,3 +656,33 @@ async fn rejected_records_are_reported(batch_size: usize) {
     assert_eq!(reporter.reported.lock().unwrap().len(), 1);
     assert_eq!(rows(&db, "SELECT name FROM items WHERE id = 1").await, vec!["v241"]);
 }
+
+/// Two puts written in the background, the first one failing on a record the target
+/// rejects: the second is not written before the first is written again (the rejected
+/// record reported), so the newer changes win and the stored offset covers both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_after_a_failed_one_waits_for_it_to_be_written_again() {
+    let pg = Pg::start();
+    let db = pg.client().await;
+    db.batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int CHECK (n >= 0))").await.unwrap();
+    let p = pg.debezium(&[("batch.size", "20")]);
+    let class = p.get("connector.class").cloned().unwrap();
+    let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
+    let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
+    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
+    t.start(SinkTaskContext::new("wh".into(), 0, p).with_reporter(reporter.clone())).await.unwrap();
+    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let mut e = Events { with_extra: false, offset: 0 };
+    let first: Vec<SinkRecord> = (0..100)
+        .map(|i| e.upsert(if i < 50 { "c" } else { "u" }, (i % 50) as i32, &format!("first{i}"), "b", if i == 10 { -1 } else { i as i32 }))
+        .collect();
+    let second: Vec<SinkRecord> = (0..100).map(|i| e.upsert("u", (i % 50) as i32, &format!("second{i}"), "b", i as i32)).collect();
+    t.put(first).await.unwrap();
+    t.put(second).await.unwrap();
+    let current = BTreeMap::from([(TopicPartition::new(TOPIC, 0), 200)]);
+    assert_eq!(t.pre_commit(&current).await.unwrap(), current);
+    assert_eq!(reporter.reported.lock().unwrap().iter().map(|(o, _)| *o).collect::<Vec<_>>(), [10]);
+    let expected: Vec<String> = (0..50).map(|id| format!("{id}:second{}:{}", id + 50, id + 50)).collect();
+    assert_eq!(rows(&db, "SELECT id || ':' || name || ':' || n FROM items ORDER BY id").await, expected);
+    assert_eq!(rows(&db, "SELECT next_offset::text FROM sluice_sink_offsets").await, vec!["200"]);
+}
