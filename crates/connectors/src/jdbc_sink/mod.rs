@@ -7,8 +7,10 @@
 //! put(records) ─▶ batch.rs: envelope/flat/tombstone ─▶ per table: steps of deletes and
 //!                 upserts, changes to one key collapsed, TOAST placeholders as "unchanged"
 //!              ─▶ dialect.rs (trait) ─▶ writer.rs (PostgreSQL): one transaction with
-//!                 DDL, COPY into temp tables, set-based DELETE/INSERT … ON CONFLICT/UPDATE,
-//!                 and the consumed offsets in sluice_sink_offsets
+//!                 DDL, set-based DELETE/INSERT … ON CONFLICT/UPDATE from column arrays
+//!                 (binary where the column type allows; a temp table filled by COPY for
+//!                 rows that keep unchanged columns), and the consumed offsets in
+//!                 sluice_sink_offsets
 //! open ─▶ offsets read back from the target ─▶ request_offset: resume exactly there
 //! ```
 //!
