@@ -47,9 +47,12 @@ fn log_ids(w: &Worker, topic: &str) -> BTreeMap<(i32, i64), i64> {
         .collect()
 }
 
+/// An object's first offset, key and record ids.
+type Object<'a> = (i64, &'a String, &'a Vec<i64>);
+
 /// Checks that the objects tile the log exactly; returns how many offsets they cover.
 fn check_exactly_once(objects: &BTreeMap<String, Vec<i64>>, log: &BTreeMap<(i32, i64), i64>) -> usize {
-    let mut by_partition: BTreeMap<i32, Vec<(i64, &String, &Vec<i64>)>> = BTreeMap::new();
+    let mut by_partition: BTreeMap<i32, Vec<Object>> = BTreeMap::new();
     for (key, ids) in objects {
         let name = key.rsplit('/').next().unwrap();
         let stem = name.split('.').next().unwrap();

@@ -674,9 +674,9 @@ async fn a_put_after_a_failed_one_waits_for_it_to_be_written_again() {
     t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
     let mut e = Events { with_extra: false, offset: 0 };
     let first: Vec<SinkRecord> = (0..100)
-        .map(|i| e.upsert(if i < 50 { "c" } else { "u" }, (i % 50) as i32, &format!("first{i}"), "b", if i == 10 { -1 } else { i as i32 }))
+        .map(|i| e.upsert(if i < 50 { "c" } else { "u" }, i % 50, &format!("first{i}"), "b", if i == 10 { -1 } else { i }))
         .collect();
-    let second: Vec<SinkRecord> = (0..100).map(|i| e.upsert("u", (i % 50) as i32, &format!("second{i}"), "b", i as i32)).collect();
+    let second: Vec<SinkRecord> = (0..100).map(|i| e.upsert("u", i % 50, &format!("second{i}"), "b", i)).collect();
     t.put(first).await.unwrap();
     t.put(second).await.unwrap();
     let current = BTreeMap::from([(TopicPartition::new(TOPIC, 0), 200)]);
