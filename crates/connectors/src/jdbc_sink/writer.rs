@@ -4,9 +4,9 @@
 //! BEGIN
 //!   per table: CREATE TABLE / ALTER TABLE ADD COLUMN (auto.create / auto.evolve)
 //!   per step:  TRUNCATE
-//!            | DELETE … USING unnest($1::text[], …)                    (keys of deleted rows)
-//!              upsert: INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE
-//!              insert: INSERT … SELECT … FROM unnest(…);  update: UPDATE … FROM unnest(…)
+//!            | DELETE … USING (SELECT unnest($1::bigint[]) AS c1, …) AS s  (keys of deleted rows)
+//!              upsert: INSERT … SELECT … FROM (SELECT unnest(…), …) ON CONFLICT (key) DO UPDATE
+//!              insert: INSERT … SELECT … FROM (…);  update: UPDATE … FROM (…)
 //!              rows with unchanged columns: through a staging table (below)
 //!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE … WHERE stored ≤ first offset
 //!                                      (next offset per partition; compare and set)
@@ -374,17 +374,19 @@ async fn stage(tx: &mut Tx<'_, '_>, staging: &mut Staging, columns: &[(&str, &st
 }
 
 /// `rows`' cells of `columns` as a relation for a statement's FROM: one array parameter
-/// per column, as `s.c1 … s.cN` (see [`Encoding`] and [`cast`]); and the parameters.
+/// per column, as `s.c1 … s.cN` (see [`Encoding`] and [`cast`]); and the parameters. The
+/// arrays are unnested side by side in a select list (equal lengths: one row per index),
+/// which streams the rows where `unnest(a, b, …)` in FROM would first store them.
 fn unnest<'b>(columns: &[(&str, &str)], rows: &[&'b Row]) -> (String, Vec<Encoding>, Vec<Param<'b>>) {
     let encodings: Vec<Encoding> = columns.iter().enumerate().map(|(i, (_, ty))| Encoding::choose(ty, rows, i)).collect();
-    let arrays: Vec<String> = encodings.iter().enumerate().map(|(i, e)| format!("${}::{}", i + 1, e.array_type())).collect();
-    let aliases: Vec<String> = (1..=columns.len()).map(|i| format!("c{i}")).collect();
+    let arrays: Vec<String> =
+        encodings.iter().enumerate().map(|(i, e)| format!("unnest(${}::{}) AS c{}", i + 1, e.array_type(), i + 1)).collect();
     let params = encodings
         .iter()
         .enumerate()
         .map(|(i, &encoding)| Box::new(ColumnArray { cells: rows.iter().map(|r| r.cell(i)).collect(), encoding }) as Param<'b>)
         .collect();
-    (format!("unnest({}) AS s({})", arrays.join(", "), aliases.join(", ")), encodings, params)
+    (format!("(SELECT {}) AS s", arrays.join(", ")), encodings, params)
 }
 
 /// Column `i` of [`unnest`]'s relation as the column's type: cast from text when it was
