@@ -15,7 +15,7 @@ One run, one throwaway Postgres 15 (tests/services/postgres.sh):
    upsert, primary.key.mode=record_value on id, auto-create) into an empty database.
    Measured from the sink's creation until sluice_sink_offsets holds the end offset N.
 4. The limit, same run: psql's \\copy of the same final K rows (TSV) into an empty table
-   of the same columns with the primary key.
+   of the same columns with the primary key; the fastest of three runs.
 5. Postgres' own upsert limit, same run, per batch.size: every event's row loaded into a
    table on the server beforehand (not measured), then applied in event order by one DO
    block, batch.size rows per transaction, with the sink's statement (INSERT … SELECT … ON
@@ -249,23 +249,32 @@ def run_sink(binary, work, pg, batch_size, events, keys):
     return {"name": f"sink, batch.size={batch_size}", "wall": wall, "rate": events / wall, "cpu": cpu1 - cpu0, "pg": pg1 - pg0, "rss": rss}
 
 
-def plain_copy(pg, tsv, events, keys):
+def plain_copy(pg, tsv, events, keys, runs=3):
+    """psql's \\copy of the final rows into an empty table, `runs` times (a fresh table each
+    time); the fastest run counts (a COPY of 100k rows takes a few tenths of a second, so a
+    single run varies with the machine's noise)."""
+    best = None
     pg.psql("CREATE DATABASE wh_copy")
-    pg.psql(f"CREATE TABLE bench ({COLUMNS})", "wh_copy")
-    pg0 = pg.cpu()
-    start = time.monotonic()
-    proc = subprocess.Popen([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "wh_copy",
-                             "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy bench FROM '{tsv}'"], stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"COPY failed: {proc.stderr.read().decode()}")
-    time.sleep(0.5)  # the server backend ends (and is reaped) just after psql
-    pg1 = pg.cpu()
-    rows = int(pg.psql("SELECT count(*) FROM bench", "wh_copy"))
-    assert rows == min(keys, events), rows
-    return {"name": f"psql \\copy of the final {rows:,} rows", "wall": wall, "rate": rows / wall, "cpu": usage.ru_utime + usage.ru_stime,
-            "pg": pg1 - pg0, "rss": usage.ru_maxrss / 1024}
+    for _ in range(runs):
+        pg.psql(f"DROP TABLE IF EXISTS bench; CREATE TABLE bench ({COLUMNS}); CHECKPOINT", "wh_copy")
+        pg0 = pg.cpu()
+        start = time.monotonic()
+        proc = subprocess.Popen([os.path.join(PGBIN, "psql"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "wh_copy",
+                                 "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy bench FROM '{tsv}'"], stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"COPY failed: {proc.stderr.read().decode()}")
+        time.sleep(0.5)  # the server backend ends (and is reaped) just after psql
+        pg1 = pg.cpu()
+        rows = int(pg.psql("SELECT count(*) FROM bench", "wh_copy"))
+        assert rows == min(keys, events), rows
+        run = {"name": f"psql \\copy of the final {rows:,} rows", "wall": wall, "rate": rows / wall,
+               "cpu": usage.ru_utime + usage.ru_stime, "pg": pg1 - pg0, "rss": usage.ru_maxrss / 1024}
+        if best is None or run["wall"] < best["wall"]:
+            best = run
+    best["name"] += f" (best of {runs})"
+    return best
 
 
 def server_upsert(pg, events_tsv, events, keys, batch):
@@ -329,14 +338,14 @@ def main():
           f"the others' events/s; 'rate vs COPY' = COPY rows/s / events/s, 'time vs COPY' = wall / COPY wall; "
           f"'server-side upsert' = Postgres applying the same events from a table it already holds, with the sink's statement "
           f"and transaction size and no client (the upsert limit; 'vs server' = its rate / the sink's)\n")
-    print(f"| {'writer':<36} | {'wall s':>7} | {'rows|events/s':>13} | {'rate vs COPY':>12} | {'time vs COPY':>12} | {'vs server':>9} | {'client CPU s':>12} | {'pg CPU s':>8} | {'peak RSS MB':>11} |")
-    print(f"|{'-'*38}|{'-'*9}|{'-'*15}|{'-'*14}|{'-'*14}|{'-'*11}|{'-'*14}|{'-'*10}|{'-'*13}|")
+    print(f"| {'writer':<48} | {'wall s':>7} | {'rows|events/s':>13} | {'rate vs COPY':>12} | {'time vs COPY':>12} | {'vs server':>9} | {'client CPU s':>12} | {'pg CPU s':>8} | {'peak RSS MB':>11} |")
+    print(f"|{'-'*50}|{'-'*9}|{'-'*15}|{'-'*14}|{'-'*14}|{'-'*11}|{'-'*14}|{'-'*10}|{'-'*13}|")
     server = None
     for r in results:
         if r["name"].startswith("server-side"):
             server = r
         vs = f"{server['rate'] / r['rate']:9.2f}" if server and r["name"].startswith("sink") else f"{'':9}"
-        print(f"| {r['name']:<36} | {r['wall']:7.2f} | {r['rate']:13,.0f} | {limit['rate'] / r['rate']:12.2f} | {r['wall'] / limit['wall']:12.2f} "
+        print(f"| {r['name']:<48} | {r['wall']:7.2f} | {r['rate']:13,.0f} | {limit['rate'] / r['rate']:12.2f} | {r['wall'] / limit['wall']:12.2f} "
               f"| {vs} | {r['cpu']:12.2f} | {r['pg']:8.2f} | {r['rss']:11.1f} |")
 
 
