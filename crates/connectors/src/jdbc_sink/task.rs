@@ -181,11 +181,12 @@ impl JdbcSinkTask {
     /// was written again).
     async fn settle(&mut self) -> ConnectResult<bool> {
         if let Some(mut f) = self.in_flight.take() {
-            let (dialect, result) = match f.head.await {
-                Ok(Ok(done)) => done,
-                Ok(Err(e)) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
-                Err(e) => return Err(ConnectError::fatal(format!("the background write to the target did not finish: {e}"))),
-            };
+            let (dialect, result) = f
+                .head
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|done| done)
+                .map_err(|e| ConnectError::fatal(format!("the background write to the target did not finish: {e}")))?;
             self.dialect = Some(dialect);
             count_committed(&self.progress, &mut f.chunks, &mut self.durable, &mut self.failures);
             self.progress.failed.store(false, Ordering::Release);
@@ -401,10 +402,11 @@ impl SinkTask for JdbcSinkTask {
         let durable = &self.durable;
         let current = |r: &SinkRecord| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next);
         // What settle or the offsets changed invalidates the early build.
-        let (batches, tables) = match early.filter(|_| clean && chunks.iter().all(|c| c.iter().all(current))) {
+        let unchanged = chunks.iter().all(|c| c.iter().all(current));
+        let (batches, tables) = match early.filter(|_| clean && unchanged) {
             Some(built) => built,
             None => {
-                if !chunks.iter().all(|c| c.iter().all(current)) {
+                if !unchanged {
                     let rest: Vec<SinkRecord> = chunks.iter().flat_map(|c| c.iter().filter(|r| current(r)).cloned()).collect();
                     chunks = split(rest, cfg.batch_size);
                 }

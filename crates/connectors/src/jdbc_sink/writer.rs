@@ -12,11 +12,11 @@
 //!                                      (next offset per partition; compare and set)
 //! COMMIT                               (only when every partition's offset was set)
 //! ```
-//! Rows go to the server as one text array per column, bound to a statement prepared once
-//! per connection and column layout; the statement casts each column to the target's type
-//! (its text input form, as `COPY` would read it). Everything before the commit goes out
-//! in one round trip (statements pipelined); the commit in a second, once the offsets'
-//! compare and set has answered.
+//! Rows go to the server as one array per column, bound to a statement prepared once per
+//! connection and column layout: in binary where the column has the values' own type,
+//! else as text that the statement casts to the column's type (see [`Encoding`]).
+//! Everything before the commit goes out in one round trip (statements pipelined); the
+//! commit in a second, once the offsets' compare and set has answered.
 //!
 //! A value the source did not send (Debezium's unavailable-value placeholder) is staged
 //! as NULL and its column listed in the row's `__sluice_unchanged`; the target keeps its
@@ -38,10 +38,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use sluice_api::TopicPartition;
-use bytes::{BufMut, BytesMut};
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
