@@ -12,10 +12,13 @@
 //! record and then commits its offset (in its destination or through `pre_commit`) never
 //! moves past a record that is neither written nor dead-lettered.
 //!
-//! The records of the previous `put` are kept too: a sink may still be writing them when the
-//! next `put` comes (the JDBC sink writes a put's last batch in the background) and report
-//! one of them then.
+//! The records of the last [`RECENT_PUTS`] `put`s are kept: a sink may still be writing them
+//! when later `put`s come and report one of them then. The JDBC sink writes up to two puts
+//! in the background; when one of those writes fails, it writes their records again in the
+//! next call, so a report may name a record from three puts back. A record older than that
+//! is dead-lettered without its original key and value (with a warning).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -29,36 +32,39 @@ use crate::log::{Log, StoredRecord};
 /// The records of the `put` under way, as read from the log.
 pub type Fetched = Arc<Vec<(TopicPartition, StoredRecord)>>;
 
+/// How many `put`s' records (the one under way included) a report can name.
+pub const RECENT_PUTS: usize = 4;
+
 pub struct SinkErrantReporter {
     id: ConnectorTaskId,
     /// The task's class, as `__connect.errors.class.name`.
     class: String,
     errors: ErrorPolicy,
     log: Arc<dyn Log>,
-    /// The records of the `put` under way, and of the one before.
-    fetched: Mutex<(Fetched, Fetched)>,
+    /// The records of the `put` under way, then of those before it.
+    fetched: Mutex<VecDeque<Fetched>>,
 }
 
 impl SinkErrantReporter {
     pub fn new(id: ConnectorTaskId, class: String, errors: ErrorPolicy, log: Arc<dyn Log>) -> Self {
-        Self { id, class, errors, log, fetched: Mutex::new((Arc::default(), Arc::default())) }
+        Self { id, class, errors, log, fetched: Mutex::new(VecDeque::new()) }
     }
 
-    /// The records about to be put: reports name their original bytes.
-    /// The current records become the previous ones, unless these are the same batch.
+    /// The records about to be put: reports name their original bytes. They go first, and
+    /// the oldest beyond [`RECENT_PUTS`] are forgotten, unless these are the same batch.
     pub fn set_current(&self, fetched: Fetched) {
-        let mut both = self.fetched.lock().expect("reporter lock");
-        if !Arc::ptr_eq(&both.0, &fetched) {
-            both.1 = std::mem::replace(&mut both.0, fetched);
+        let mut recent = self.fetched.lock().expect("reporter lock");
+        if !recent.front().is_some_and(|current| Arc::ptr_eq(current, &fetched)) {
+            recent.push_front(fetched);
+            recent.truncate(RECENT_PUTS);
         }
     }
 
-    /// The stored record `record` was converted from, in the current records, else in the
-    /// previous ones: same topic, partition and offset; or, when a transform renamed the
-    /// topic, the only one with that partition and offset.
+    /// The stored record `record` was converted from, in the current records, else in
+    /// earlier ones, newest first: same topic, partition and offset; or, when a transform
+    /// renamed the topic, the only one with that partition and offset.
     fn original(&self, record: &SinkRecord) -> Option<(TopicPartition, StoredRecord)> {
-        let (current, previous) = self.fetched.lock().expect("reporter lock").clone();
-        let batches = [current, previous];
+        let batches: Vec<Fetched> = self.fetched.lock().expect("reporter lock").iter().cloned().collect();
         let exact = batches.iter().find_map(|batch| {
             batch.iter().find(|(tp, r)| r.offset == record.offset && tp.partition == record.partition && tp.topic == record.topic)
         });
@@ -79,6 +85,10 @@ impl SinkErrantReporter {
 impl ErrantRecordReporter for SinkErrantReporter {
     async fn report(&self, record: &SinkRecord, error: ConnectError) -> ConnectResult<()> {
         let original = self.original(record);
+        if original.is_none() {
+            tracing::warn!(task = ?self.id, topic = %record.topic, partition = record.partition, offset = record.offset,
+                "the reported record is not among the last puts' records: its dead letter carries no original key and value");
+        }
         let (topic, partition, offset) = match &original {
             Some((tp, r)) => (tp.topic.clone(), tp.partition, r.offset),
             None => (record.topic.clone(), record.partition, record.offset),
