@@ -73,7 +73,9 @@ pub struct JdbcSinkTask {
     held: Vec<Arc<Vec<SinkRecord>>>,
 }
 
-/// How many puts may be written or wait to be written in the background.
+/// How many puts may be written or wait to be written in the background. A record of them
+/// may be reported up to `WRITES_AHEAD + 1` puts later; the runtime's reporter names the
+/// original bytes of the last four puts' records.
 const WRITES_AHEAD: usize = 2;
 
 /// The chunks being written in the background, and their records until durable.

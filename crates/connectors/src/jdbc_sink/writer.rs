@@ -50,6 +50,9 @@ use super::dialect::{Dialect, ErrorKind, WriteError};
 use super::schema::{self, Cell};
 
 const UNCHANGED_COLUMN: &str = "__sluice_unchanged";
+/// The text the offsets statement fails with when a stored offset is past the batch (cast
+/// to an integer: the way to raise an error in a plain SQL statement).
+const OFFSETS_MOVED: &str = "sluice: stored offsets are past this batch";
 /// COPY data is sent in chunks of about this size.
 const COPY_CHUNK: usize = 1 << 20;
 
@@ -705,15 +708,22 @@ impl Dialect for PgWriter {
     async fn write(&mut self, connector: &str, batch: &Batch) -> Result<(), WriteError> {
         // Compare and set: a partition's stored next offset moves only if it is not past the
         // first record of this batch. When it is, another writer (e.g. the backend of a
-        // killed worker, whose COMMIT was already on its way) applied these records: this
-        // transaction rolls back and the offsets are read again. The conflict waits for that
-        // writer's transaction to end, so the check sees what it committed.
+        // killed worker, whose COMMIT was already on its way) applied these records: the
+        // statement fails (see `OFFSETS_MOVED`), the transaction rolls back and the offsets
+        // are read again. The conflict waits for that writer's transaction to end, so the
+        // check sees what it committed. Failing inside the statement lets the COMMIT go out
+        // with it: a transaction that failed turns the COMMIT into a rollback.
         let offsets_sql = format!(
-            "INSERT INTO {0} AS o (connector, topic, partition, next_offset) \
-             SELECT $1, t, p, n FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, n) \
-             ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp() \
-             WHERE o.next_offset <= (SELECT f FROM unnest($2::text[], $3::integer[], $5::bigint[]) AS x(t, p, f) \
-                                     WHERE x.t = EXCLUDED.topic AND x.p = EXCLUDED.partition)",
+            "WITH stored AS (\
+               INSERT INTO {0} AS o (connector, topic, partition, next_offset) \
+               SELECT $1, t, p, n FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, n) \
+               ON CONFLICT (connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = clock_timestamp() \
+               WHERE o.next_offset <= (SELECT f FROM unnest($2::text[], $3::integer[], $5::bigint[]) AS x(t, p, f) \
+                                       WHERE x.t = EXCLUDED.topic AND x.p = EXCLUDED.partition) \
+               RETURNING 1) \
+             SELECT CASE WHEN count(*) = cardinality($2::text[]) THEN 0 \
+                         ELSE ('{OFFSETS_MOVED}: ' || count(*) || ' of ' || cardinality($2::text[]) || ' set')::integer END \
+             FROM stored",
             self.offsets_table()
         );
         let cfg = self.cfg.clone();
@@ -726,26 +736,15 @@ impl Dialect for PgWriter {
         let partitions: Vec<i32> = batch.offsets.keys().map(|tp| tp.partition).collect();
         let next: Vec<i64> = batch.offsets.values().copied().collect();
         let first: Vec<i64> = batch.offsets.iter().map(|(tp, n)| batch.first.get(tp).copied().unwrap_or(*n)).collect();
-        let partition_count = topics.len() as u64;
         let mut tx = Tx::begin(client);
         let result = async {
             apply(&mut tx, &cfg, &mut cache, statements, batch, &mut staging).await?;
-            // The statements not sent yet go out with the offsets, in one round trip.
+            // The statements not sent yet, the offsets and the commit: one round trip.
             let params: Vec<Param> =
                 vec![Box::new(connector.to_owned()), Box::new(topics), Box::new(partitions), Box::new(next), Box::new(first)];
             tx.queue_prepared(statements, offsets_sql, params, "cannot store offsets", None).await?;
-            let stored = tx.flush().await?.last().copied().unwrap_or_default();
-            if stored != partition_count {
-                return Err(WriteError {
-                    kind: ErrorKind::Retriable,
-                    message: "the target already holds offsets past this batch (written by another instance of this task); \
-                              reading them again"
-                        .to_owned(),
-                    source: None,
-                    origin: None,
-                });
-            }
-            tx.client.batch_execute("COMMIT").await.map_err(|e| classify("cannot commit", e))
+            tx.queue("COMMIT".to_owned(), "cannot commit", None);
+            tx.flush().await.map(|_| ())
         }
         .await;
         if result.is_err() {
@@ -887,6 +886,16 @@ impl<'a, 'b> Tx<'a, 'b> {
         for (op, result) in ops.iter().zip(results) {
             match result {
                 Ok(n) => counts.extend(n),
+                Err(e) if e.as_db_error().is_some_and(|db| db.message().contains(OFFSETS_MOVED)) => {
+                    return Err(WriteError {
+                        kind: ErrorKind::Retriable,
+                        message: "the target already holds offsets past this batch (written by another instance of this task); \
+                                  reading them again"
+                            .to_owned(),
+                        source: Some(Box::new(e)),
+                        origin: None,
+                    });
+                }
                 Err(e) => {
                     let err = classify(&op.context, e);
                     return Err(WriteError { origin: err.origin.or(op.origin), ..err });
