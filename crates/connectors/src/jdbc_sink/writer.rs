@@ -9,14 +9,15 @@
 //!              insert: INSERT … SELECT … FROM (…);  update: UPDATE … FROM (…)
 //!              rows with unchanged columns: through a staging table (below)
 //!   INSERT INTO sluice_sink_offsets … ON CONFLICT DO UPDATE … WHERE stored ≤ first offset
-//!                                      (next offset per partition; compare and set)
-//! COMMIT                               (only when every partition's offset was set)
+//!                                      (next offset per partition; compare and set: the
+//!                                      statement fails unless every partition's was set)
+//! COMMIT                               (a rollback when anything before it failed)
 //! ```
 //! Rows go to the server as one array per column, bound to a statement prepared once per
 //! connection and column layout: in binary where the column has the values' own type,
 //! else as text that the statement casts to the column's type (see [`Encoding`]).
-//! Everything before the commit goes out in one round trip (statements pipelined); the
-//! commit in a second, once the offsets' compare and set has answered.
+//! A batch with no step that needs an answer first (a catalog lookup, a `COPY`) is one
+//! round trip: `BEGIN`, its statements, the offsets and `COMMIT`, pipelined.
 //!
 //! A value the source did not send (Debezium's unavailable-value placeholder) is staged
 //! as NULL and its column listed in the row's `__sluice_unchanged`; the target keeps its
