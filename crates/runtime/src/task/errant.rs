@@ -112,3 +112,38 @@ impl ErrantRecordReporter for SinkErrantReporter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::embedded::{EmbeddedLog, EmbeddedOptions};
+    use crate::log::LogRecord;
+
+    /// A put of the one record at `offset`, its value `v<offset>`.
+    fn put(offset: i64) -> Fetched {
+        let record = LogRecord { value: Some(format!("v{offset}").into_bytes()), ..LogRecord::default() };
+        Arc::new(vec![(TopicPartition::new("t", 0), StoredRecord { offset, record })])
+    }
+
+    #[tokio::test]
+    async fn reports_name_the_records_of_the_last_puts() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EmbeddedLog::open(dir.path(), EmbeddedOptions::default()).unwrap();
+        let id = ConnectorTaskId { connector: "c".into(), task: 0 };
+        let reporter = SinkErrantReporter::new(id, "x".into(), ErrorPolicy::default(), Arc::new(log));
+        for offset in 0..6 {
+            reporter.set_current(put(offset));
+        }
+        // The same put again (a redelivery) pushes no other out.
+        let current = reporter.fetched.lock().unwrap().front().cloned().unwrap();
+        reporter.set_current(current);
+        let value = |offset| {
+            let record = SinkRecord { topic: "t".into(), partition: 0, offset, ..SinkRecord::default() };
+            reporter.original(&record).and_then(|(_, stored)| stored.record.value)
+        };
+        for offset in 6 - RECENT_PUTS as i64..6 {
+            assert_eq!(value(offset), Some(format!("v{offset}").into_bytes()), "offset {offset}");
+        }
+        assert_eq!(value(5 - RECENT_PUTS as i64), None, "older than the last puts");
+    }
+}
