@@ -91,13 +91,25 @@ fn props(pairs: &[(&str, &str)]) -> Props {
 }
 
 async fn task(p: &Props) -> (Box<dyn SinkTask>, SinkTaskContext) {
+    let ctx = SinkTaskContext::new("wh".into(), 0, p.clone());
+    (start(p, ctx.clone()).await, ctx)
+}
+
+/// A task whose errant records go to a [`Reporter`] that tolerates them or not.
+async fn task_reporting(p: &Props, tolerate: bool) -> (Box<dyn SinkTask>, Arc<Reporter>) {
+    let reporter = Arc::new(Reporter { tolerate, reported: Mutex::default() });
+    let t = start(p, SinkTaskContext::new("wh".into(), 0, p.clone()).with_reporter(reporter.clone())).await;
+    (t, reporter)
+}
+
+/// The task of `p`'s connector class, started with `ctx`, with `TOPIC`'s partition 0 open.
+async fn start(p: &Props, ctx: SinkTaskContext) -> Box<dyn SinkTask> {
     let class = p.get("connector.class").cloned().unwrap_or_default();
     let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
     let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
-    let ctx = SinkTaskContext::new("wh".into(), 0, p.clone());
-    t.start(ctx.clone()).await.expect("start");
+    t.start(ctx).await.expect("start");
     t.open(&[TopicPartition::new(TOPIC, 0)]).await.expect("open");
-    (t, ctx)
+    t
 }
 
 /// Builds Debezium envelopes for table `items(id int4 key, name text, big text, n int4 [, extra text])`.
@@ -606,12 +618,7 @@ async fn rejected_records_are_reported(batch_size: usize) {
     let db = pg.client().await;
     db.batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int CHECK (n >= 0))").await.unwrap();
     let p = pg.debezium(&[("batch.size", &batch_size.to_string())]);
-    let class = p.get("connector.class").cloned().unwrap();
-    let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
-    let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
-    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
-    t.start(SinkTaskContext::new("wh".into(), 0, p.clone()).with_reporter(reporter.clone())).await.unwrap();
-    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let (mut t, reporter) = task_reporting(&p, true).await;
 
     // 300 inserts and updates; three break the target's CHECK constraint, one of them the
     // last record of the put (its offset must still be covered).
@@ -647,10 +654,7 @@ async fn rejected_records_are_reported(batch_size: usize) {
     assert_eq!(rows(&db, "SELECT next_offset::text FROM sluice_sink_offsets").await, vec!["300"]);
 
     // Not tolerated: put fails with the reporter's error and writes nothing of the chunk.
-    let reporter = Arc::new(Reporter { tolerate: false, reported: Mutex::default() });
-    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
-    t.start(SinkTaskContext::new("wh".into(), 0, p).with_reporter(reporter.clone())).await.unwrap();
-    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let (mut t, reporter) = task_reporting(&p, false).await;
     let err = write(t.as_mut(), vec![e.upsert("u", 1, "late", "b", 5), e.upsert("u", 2, "late", "b", -3)]).await.unwrap_err();
     assert!(err.trace().contains("offset 301 key {id=2}"), "{}", err.trace());
     assert_eq!(reporter.reported.lock().unwrap().len(), 1);
@@ -666,12 +670,7 @@ async fn a_put_after_a_failed_one_waits_for_it_to_be_written_again() {
     let db = pg.client().await;
     db.batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text, big text, n int CHECK (n >= 0))").await.unwrap();
     let p = pg.debezium(&[("batch.size", "20")]);
-    let class = p.get("connector.class").cloned().unwrap();
-    let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
-    let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
-    let Task::Sink(mut t) = (plugin.create)().create_task() else { panic!("a sink") };
-    t.start(SinkTaskContext::new("wh".into(), 0, p).with_reporter(reporter.clone())).await.unwrap();
-    t.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let (mut t, reporter) = task_reporting(&p, true).await;
     let mut e = Events { with_extra: false, offset: 0 };
     let first: Vec<SinkRecord> = (0..100)
         .map(|i| e.upsert(if i < 50 { "c" } else { "u" }, i % 50, &format!("first{i}"), "b", if i == 10 { -1 } else { i }))
@@ -697,13 +696,8 @@ async fn offsets_stored_past_a_put_written_chunk_by_chunk_are_retried_not_blamed
     let db = pg.client().await;
     count_updates(&db).await;
     let p = pg.debezium(&[("retry.backoff.ms", "10")]);
-    let class = p.get("connector.class").cloned().unwrap();
-    let plugin = sluice_connectors::connectors().into_iter().find(|x| x.matches(&class)).expect("plugin");
     let (mut a, _) = task(&p).await;
-    let reporter = Arc::new(Reporter { tolerate: true, reported: Mutex::default() });
-    let Task::Sink(mut b) = (plugin.create)().create_task() else { panic!("a sink") };
-    b.start(SinkTaskContext::new("wh".into(), 0, p.clone()).with_reporter(reporter.clone())).await.unwrap();
-    b.open(&[TopicPartition::new(TOPIC, 0)]).await.unwrap();
+    let (mut b, reporter) = task_reporting(&p, true).await;
     let mut e = Events { with_extra: false, offset: 0 };
     let inserts: Vec<SinkRecord> = (0..5).map(|i| e.upsert("c", i, "v0", "b", 0)).collect();
     let malformed = e.record("z", Some(9), Value::Null, Value::Null);
