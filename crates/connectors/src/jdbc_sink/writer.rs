@@ -745,7 +745,7 @@ impl Dialect for PgWriter {
                 vec![Box::new(connector.to_owned()), Box::new(topics), Box::new(partitions), Box::new(next), Box::new(first)];
             tx.queue_prepared(statements, offsets_sql, params, "cannot store offsets", None).await?;
             tx.queue("COMMIT".to_owned(), "cannot commit", None);
-            tx.flush().await.map(|_| ())
+            tx.flush().await
         }
         .await;
         if result.is_err() {
@@ -778,7 +778,7 @@ impl Dialect for PgWriter {
         let result = async {
             let mut cache = HashMap::new();
             apply(&mut tx, &cfg, &mut cache, statements, batch, &mut staging).await?;
-            tx.flush().await.map(|_| ())
+            tx.flush().await
         }
         .await;
         tx.rollback().await;
@@ -800,7 +800,8 @@ struct Op<'b> {
 enum OpKind<'b> {
     /// Statements whose result is only an error or not, as one simple-query message.
     Simple(String),
-    /// A prepared statement and its parameters; its result is the number of rows.
+    /// A prepared statement and its parameters; its result too is only an error or not
+    /// (the offsets' compare and set fails its statement, see `OFFSETS_MOVED`).
     Prepared(Statement, Vec<Param<'b>>),
 }
 
@@ -860,33 +861,31 @@ impl<'a, 'b> Tx<'a, 'b> {
     /// Runs `sql` now, after what is queued.
     async fn run(&mut self, sql: String, context: String, origin: Option<usize>) -> Result<(), WriteError> {
         self.queue(sql, context, origin);
-        self.flush().await.map(|_| ())
+        self.flush().await
     }
 
-    /// Sends what is queued and waits for the answers: the row count of each statement
-    /// with parameters, in order.
-    async fn flush(&mut self) -> Result<Vec<u64>, WriteError> {
+    /// Sends what is queued and waits for the answers.
+    async fn flush(&mut self) -> Result<(), WriteError> {
         let ops = std::mem::take(&mut self.ops);
         Self::execute(self.client, ops).await
     }
 
-    async fn execute(client: &Client, ops: Vec<Op<'b>>) -> Result<Vec<u64>, WriteError> {
+    async fn execute(client: &Client, ops: Vec<Op<'b>>) -> Result<(), WriteError> {
         // Each request is sent when its future is first polled, in order: one round trip.
         let results = futures_util::future::join_all(ops.iter().map(|op| async move {
             match &op.kind {
-                OpKind::Simple(sql) => client.batch_execute(sql).await.map(|()| None),
+                OpKind::Simple(sql) => client.batch_execute(sql).await,
                 OpKind::Prepared(statement, params) => {
                     let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
-                    client.execute(statement, &params).await.map(Some)
+                    client.execute(statement, &params).await.map(|_| ())
                 }
             }
         }))
         .await;
-        let mut counts = Vec::new();
         // The first error is the cause; those after it only say the transaction aborted.
         for (op, result) in ops.iter().zip(results) {
             match result {
-                Ok(n) => counts.extend(n),
+                Ok(()) => {}
                 Err(e) if e.as_db_error().is_some_and(|db| db.message().contains(OFFSETS_MOVED)) => {
                     return Err(WriteError {
                         kind: ErrorKind::Retriable,
@@ -903,7 +902,7 @@ impl<'a, 'b> Tx<'a, 'b> {
                 }
             }
         }
-        Ok(counts)
+        Ok(())
     }
 
     /// Ends the transaction without keeping anything (nothing to do when it already ended).
