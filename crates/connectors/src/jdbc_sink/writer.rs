@@ -556,20 +556,13 @@ async fn apply_table<'b>(
         return Ok(());
     }
     let types = ensure_table(tx, cfg, cache, tb).await?;
-    let target = qualified(&tb.name);
-    let cols: Vec<(&str, &str)> = tb.columns.iter().zip(&types).map(|(c, t)| (c.name.as_str(), t.as_str())).collect();
+    let table = TableSql::new(tb, &types);
+    let TableSql { target, cols, col_list, key_list, conflict } = &table;
     let keys = &cols[..tb.key_len];
     let values = &cols[tb.key_len..];
-    let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
-    let key_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
     // Key columns equal, between the target and unnest's relation.
     let key_match_cast = |encodings: &[Encoding]| {
         keys.iter().enumerate().map(|(i, (k, t))| format!("t.{} = {}", quote(k), cast(i, t, encodings[i]))).collect::<Vec<_>>().join(" AND ")
-    };
-    let conflict = if values.is_empty() {
-        "DO NOTHING".to_owned()
-    } else {
-        format!("DO UPDATE SET {}", values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", "))
     };
     let at = |e: WriteError, origin: usize| WriteError { origin: e.origin.or(Some(origin)), ..e };
     for step in &tb.steps {
@@ -591,10 +584,10 @@ async fn apply_table<'b>(
                 let first = rows[0].origin;
                 if rows.iter().any(|r| r.has_unchanged()) {
                     // Rows that keep some columns as the target has them.
-                    apply_masked(tx, cfg, staging, &target, &cols, tb, &rows, &conflict).await.map_err(|e| at(e, first))?;
+                    apply_masked(tx, cfg, staging, &table, tb, &rows).await.map_err(|e| at(e, first))?;
                     continue;
                 }
-                let (source, encodings, params) = unnest(&cols, &rows);
+                let (source, encodings, params) = unnest(cols, &rows);
                 let select = cols.iter().enumerate().map(|(i, (_, t))| cast(i, t, encodings[i])).collect::<Vec<_>>().join(", ");
                 let sql = match cfg.insert_mode {
                     InsertMode::Upsert => {
@@ -618,22 +611,43 @@ async fn apply_table<'b>(
     Ok(())
 }
 
+/// What a table's statements share: the target, its columns (name and type, keys first),
+/// their quoted lists, and the upsert's conflict action.
+struct TableSql<'c> {
+    target: String,
+    cols: Vec<(&'c str, &'c str)>,
+    col_list: String,
+    key_list: String,
+    conflict: String,
+}
+
+impl<'c> TableSql<'c> {
+    fn new(tb: &'c TableBatch, types: &'c [String]) -> Self {
+        let cols: Vec<(&str, &str)> = tb.columns.iter().zip(types).map(|(c, t)| (c.name.as_str(), t.as_str())).collect();
+        let list = |cols: &[(&str, &str)]| cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
+        let values = &cols[tb.key_len..];
+        let conflict = if values.is_empty() {
+            "DO NOTHING".to_owned()
+        } else {
+            format!("DO UPDATE SET {}", values.iter().map(|(c, _)| format!("{} = EXCLUDED.{}", quote(c), quote(c))).collect::<Vec<_>>().join(", "))
+        };
+        Self { target: qualified(&tb.name), col_list: list(&cols), key_list: list(&cols[..tb.key_len]), conflict, cols }
+    }
+}
+
 /// Writes rows of which some keep columns unchanged, through a staging table.
-#[allow(clippy::too_many_arguments)]
 async fn apply_masked(
     tx: &mut Tx<'_, '_>,
     cfg: &JdbcSinkConfig,
     staging: &mut Staging,
-    target: &str,
-    cols: &[(&str, &str)],
+    table: &TableSql<'_>,
     tb: &TableBatch,
     rows: &[&Row],
-    conflict: &str,
 ) -> Result<(), WriteError> {
+    let TableSql { target, cols, col_list, key_list, conflict } = table;
     let first = rows[0].origin;
     let keys = &cols[..tb.key_len];
     let values = &cols[tb.key_len..];
-    let col_list = cols.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
     let key_match =
         |a: &str, b: &str| keys.iter().map(|(k, _)| format!("{a}.{} = {b}.{}", quote(k), quote(k))).collect::<Vec<_>>().join(" AND ");
     let name = stage(tx, staging, cols, rows, true).await?;
@@ -649,9 +663,8 @@ async fn apply_masked(
     let mut statements = Vec::new();
     match cfg.insert_mode {
         InsertMode::Upsert => {
-            let keys_list = keys.iter().map(|(c, _)| quote(c)).collect::<Vec<_>>().join(", ");
             statements.push(format!(
-                "INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name} WHERE {UNCHANGED_COLUMN} IS NULL ON CONFLICT ({keys_list}) {conflict}"
+                "INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {name} WHERE {UNCHANGED_COLUMN} IS NULL ON CONFLICT ({key_list}) {conflict}"
             ));
             if !set_masked.is_empty() {
                 statements.push(format!(
