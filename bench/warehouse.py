@@ -12,14 +12,17 @@ One run, one throwaway Postgres 15 (tests/services/postgres.sh):
    worker stops.
 3. Per configuration, a fresh worker on the same log runs only the warehouse sink
    (io.debezium.connector.jdbc.JdbcSinkConnector, value.converter=JsonConverter schemas on,
-   upsert, primary.key.mode=record_value on id, auto-create) into an empty database.
-   Measured from the sink's creation until sluice_sink_offsets holds the end offset N.
+   upsert, primary.key.mode=record_value on id, auto-create: a table of fillfactor 70, the
+   sink's default for upserts, or --fillfactor) into an empty database. Measured from the
+   sink's creation until sluice_sink_offsets holds the end offset N.
 4. The limit, same run: psql's \\copy of the same final K rows (TSV) into an empty table
-   of the same columns with the primary key; the fastest of three runs.
+   of the same columns with the primary key (Postgres' default fillfactor, 100); the
+   fastest of three runs.
 5. Postgres' own upsert limit, same run, per batch.size: every event's row loaded into a
    table on the server beforehand (not measured), then applied in event order by one DO
    block, batch.size rows per transaction, with the sink's statement (INSERT … SELECT … ON
-   CONFLICT DO UPDATE): what the server needs for these upserts with no client at all.
+   CONFLICT DO UPDATE) into a table of the sink's fillfactor: what the server needs for
+   these upserts with no client at all.
 
 Prints wall seconds, events/s, client CPU-seconds and peak RSS (sluice: the sink-only worker;
 the COPY: psql),
@@ -33,7 +36,7 @@ topic from disk rather than the page cache; BENCH_LOG_CACHE_BYTES=0 leaves it al
 (measured: 96.5k-97.8k vs 101k events/s at batch.size=3000, 1.98 vs 1.94x of the
 server-side upsert).
 
-usage: bench/warehouse.py [--events N] [--keys K] [--batch-sizes 500,3000]
+usage: bench/warehouse.py [--events N] [--keys K] [--batch-sizes 500,3000] [--fillfactor 70]
 """
 import argparse
 import json
@@ -204,7 +207,7 @@ def produce(binary, work, events_file, size):
     return took
 
 
-def run_sink(binary, work, pg, batch_size, events, keys):
+def run_sink(binary, work, pg, batch_size, events, keys, fillfactor):
     db = f"wh_{batch_size}"
     pg.psql(f"CREATE DATABASE {db}")
     w = Worker(binary, work)
@@ -216,27 +219,28 @@ def run_sink(binary, work, pg, batch_size, events, keys):
             "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": TOPIC,
             "connection.url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{db}", "connection.username": "postgres", "connection.password": "",
             "insert.mode": "upsert", "primary.key.mode": "record_value", "primary.key.fields": "id", "schema.evolution": "basic",
-            "batch.size": str(batch_size), "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
+            "batch.size": str(batch_size), "sluice.table.fillfactor": str(fillfactor), "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "true",
         }
         cpu0, _ = proc_usage(w.proc.pid)
         pg0 = pg.cpu()
         start = time.time()
         code, body = http("POST", w.url + "/connectors", {"name": name, "config": config})
         assert code == 201, body
-        # Polled slowly (each poll is a psql process and a server backend, which would
-        # count as load); the end time is when the sink wrote its last offsets, as the
-        # target's clock says (the same machine's clock).
+        # Progress is polled through the worker's REST API (the consumer offsets the sink
+        # reports once its writes committed): a psql poll would start a server backend each
+        # time, whose CPU would count as the sink's load on the server. The end time is when
+        # the sink wrote its last offsets into the target, as the target's clock says (the
+        # same machine's clock), read once at the end.
         while True:
-            try:
-                done, finished = pg.psql(
-                    f"SELECT coalesce(sum(next_offset), 0), extract(epoch FROM max(updated_at)) FROM sluice_sink_offsets WHERE connector = '{name}'",
-                    db).split("|")
-            except subprocess.CalledProcessError:
-                done, finished = "0", ""  # the sink has not created its offsets table yet
-            if int(done) >= events:
+            _, body = http("GET", f"{w.url}/connectors/{name}/offsets")
+            if sum(o["offset"]["kafka_offset"] for o in (body or {}).get("offsets", [])) >= events:
                 break
             w.check(name)
-            time.sleep(0.3)
+            time.sleep(0.1)
+        done, finished = pg.psql(
+            f"SELECT coalesce(sum(next_offset), 0), extract(epoch FROM max(updated_at)) FROM sluice_sink_offsets WHERE connector = '{name}'",
+            db).split("|")
+        assert int(done) == events, f"the target's offsets hold {done}, the worker's {events}"
         wall = float(finished) - start
         cpu1, rss = proc_usage(w.proc.pid)
         pg1 = pg.cpu()
@@ -277,14 +281,15 @@ def plain_copy(pg, tsv, events, keys, runs=3):
     return best
 
 
-def server_upsert(pg, events_tsv, events, keys, batch):
+def server_upsert(pg, events_tsv, events, keys, batch, fillfactor):
     """Postgres' own limit for these upserts: every event's row already in a table on the
     server (loaded beforehand, not measured), applied in event order, `batch` rows per
     transaction, with the sink's statement shape (INSERT … SELECT … ON CONFLICT DO UPDATE),
     by one session and no client in between."""
     db = f"wh_server_{batch}"
     pg.psql(f"CREATE DATABASE {db}")
-    pg.psql(f"CREATE TABLE bench ({COLUMNS}); CREATE TABLE events (seq bigint PRIMARY KEY, {COLUMNS.replace(' PRIMARY KEY', '')})", db)
+    pg.psql(f"CREATE TABLE bench ({COLUMNS}) WITH (fillfactor = {fillfactor}); "
+            f"CREATE TABLE events (seq bigint PRIMARY KEY, {COLUMNS.replace(' PRIMARY KEY', '')})", db)
     pg.psql(f"\\copy events FROM '{events_tsv}'\nVACUUM ANALYZE events;", db)
     sets = ", ".join(f"{c} = excluded.{c}" for c in ("name", "qty", "price", "note", "updated"))
     body = (f"DO $$ DECLARE b bigint; BEGIN FOR b IN 0..{(events - 1) // batch} LOOP "
@@ -311,6 +316,8 @@ def main():
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--batch-sizes", default="500,3000", help="the sink's batch.size values to run (500 is Debezium's default, 3000 Confluent's)")
+    ap.add_argument("--fillfactor", type=int, default=70, help="sluice.table.fillfactor of the sink's table (70 is its default for upserts), "
+                    "and the server-side upsert's table")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "sluice"], cwd=ROOT, check=True, env=dict(os.environ, CARGO_TARGET_DIR=TARGET))
     binary = os.path.join(TARGET, "release", "sluice")
@@ -324,8 +331,8 @@ def main():
         pg = Postgres()
         results = [plain_copy(pg, tsv, args.events, args.keys)]
         for b in args.batch_sizes.split(","):
-            results.append(server_upsert(pg, events_tsv, args.events, args.keys, int(b)))
-            results.append(run_sink(binary, work, pg, int(b), args.events, args.keys))
+            results.append(server_upsert(pg, events_tsv, args.events, args.keys, int(b), args.fillfactor))
+            results.append(run_sink(binary, work, pg, int(b), args.events, args.keys, args.fillfactor))
     finally:
         if pg:
             pg.stop()
@@ -333,7 +340,8 @@ def main():
 
     limit = results[0]
     print(f"\nembedded log -> warehouse sink -> Postgres 15, {args.events:,} change events (JsonConverter with schemas, "
-          f"{size / args.events:,.0f} B each) over {args.keys:,} keys, {os.cpu_count()} cores")
+          f"{size / args.events:,.0f} B each) over {args.keys:,} keys, {os.cpu_count()} cores, "
+          f"target tables of fillfactor {args.fillfactor}")
     print(f"topic produced beforehand by FileStreamSource in {produced:.1f} s (not measured); the COPY's rate is rows/s, "
           f"the others' events/s; 'rate vs COPY' = COPY rows/s / events/s, 'time vs COPY' = wall / COPY wall; "
           f"'server-side upsert' = Postgres applying the same events from a table it already holds, with the sink's statement "

@@ -47,6 +47,8 @@ pub const USE_REDUCTION_BUFFER: &str = "use.reduction.buffer";
 pub const CONNECTION_RESTART_ON_ERRORS: &str = "connection.restart.on.errors";
 /// sluice's own: where the consumed offsets are kept in the target database.
 pub const OFFSETS_TABLE: &str = "sluice.offsets.table";
+/// sluice's own: the fillfactor of the tables the sink creates.
+pub const TABLE_FILLFACTOR: &str = "sluice.table.fillfactor";
 
 pub const DEFAULT_TABLE_NAME_FORMAT: &str = "${topic}";
 pub const DEFAULT_OFFSETS_TABLE: &str = "sluice_sink_offsets";
@@ -57,6 +59,12 @@ pub const DEFAULT_MAX_RETRIES: &str = "10";
 pub const DEFAULT_RETRY_BACKOFF_MS: &str = "3000";
 pub const DEFAULT_FLUSH_MAX_RETRIES: &str = "5";
 pub const DEFAULT_FLUSH_RETRY_DELAY_MS: &str = "1000";
+/// The fillfactor of created tables whose rows the sink updates (insert.mode upsert or
+/// update): 30% of each page is left free, so that an update's new row version can stay on
+/// the page (a HOT update: no new index entries, and the old version is pruned without a
+/// vacuum). Tables written with insert.mode=insert only get new rows and keep Postgres'
+/// default, 100.
+pub const DEFAULT_UPDATED_TABLE_FILLFACTOR: u8 = 70;
 
 /// Keys of either dialect that this version does not implement.
 pub const UNSUPPORTED_KEYS: &[&str] = &[
@@ -161,6 +169,8 @@ pub struct JdbcSinkConfig {
     pub max_retries: u32,
     pub retry_backoff_ms: u64,
     pub offsets_table: String,
+    /// The fillfactor of created tables (100: Postgres' default, no storage parameter).
+    pub table_fillfactor: u8,
 }
 
 pub fn def() -> ConfigDef {
@@ -203,6 +213,7 @@ pub fn def() -> ConfigDef {
         .define(k(FLUSH_MAX_RETRIES, Int, Low, "Debezium's name for max.retries.").default_value(DEFAULT_FLUSH_MAX_RETRIES).validator(Validator::AtLeast(0)).group("Retries", 3, "Max retry count"))
         .define(k(FLUSH_RETRY_DELAY_MS, Long, Low, "Debezium's name for retry.backoff.ms.").default_value(DEFAULT_FLUSH_RETRY_DELAY_MS).validator(Validator::AtLeast(0)).group("Retries", 4, "Delay to retry flush"))
         .define(k(OFFSETS_TABLE, Str, Low, "Table in the target database holding the consumed offsets, written in the same transaction as the data.").default_value(DEFAULT_OFFSETS_TABLE).validator(Validator::NonEmpty).group("Writes", 6, "Offsets table"))
+        .define(k(TABLE_FILLFACTOR, Int, Low, "Fillfactor (10-100) of the tables this sink creates: the percentage of each page filled by inserts, the rest left for updated rows to stay on their page. Default 70 with insert.mode upsert or update, 100 (Postgres' default) with insert.").default_value("").group("DDL Support", 6, "Table fillfactor"))
 }
 
 /// The errors of keys and values this version rejects, as `(key, message)` pairs.
@@ -430,6 +441,16 @@ impl JdbcSinkConfig {
             None if flavor == Flavor::Debezium => DEFAULT_BATCH_SIZE_DEBEZIUM,
             None => DEFAULT_BATCH_SIZE_CONFLUENT,
         };
+        let table_fillfactor = match c.string(TABLE_FILLFACTOR) {
+            Some(s) => s.parse::<u8>().ok().filter(|n| (10..=100).contains(n)).ok_or_else(|| {
+                ConnectError::config(
+                    TABLE_FILLFACTOR,
+                    format!("Invalid value {s} for configuration {TABLE_FILLFACTOR}: Value must be between 10 and 100"),
+                )
+            })?,
+            None if insert_mode == InsertMode::Insert => 100,
+            None => DEFAULT_UPDATED_TABLE_FILLFACTOR,
+        };
         let set = |k: &str| c.originals().contains_key(k);
         let (max_retries, retry_backoff_ms) = if set(FLUSH_MAX_RETRIES)
             || set(FLUSH_RETRY_DELAY_MS)
@@ -461,6 +482,7 @@ impl JdbcSinkConfig {
             max_retries,
             retry_backoff_ms,
             offsets_table: c.string(OFFSETS_TABLE).unwrap_or_else(|| DEFAULT_OFFSETS_TABLE.to_owned()),
+            table_fillfactor,
         })
     }
 
@@ -552,6 +574,15 @@ mod tests {
         .unwrap();
         assert_eq!((d.batch_size, d.quote_identifiers, d.auto_create, d.auto_evolve, d.max_retries), (500, false, true, true, 5));
         assert_eq!(d.table_name_format, "${source.table}");
+        assert_eq!((c.table_fillfactor, d.table_fillfactor), (70, 70));
+        let base = [("connection.url", "jdbc:postgresql://h/d"), ("connection.user", "u")];
+        let with = |extra: &[(&str, &str)]| JdbcSinkConfig::parse(&props(&[&base[..], extra].concat()));
+        assert_eq!(with(&[]).unwrap().table_fillfactor, 100, "insert mode keeps Postgres' default");
+        assert_eq!(with(&[("sluice.table.fillfactor", "50")]).unwrap().table_fillfactor, 50);
+        for bad in ["5", "101", "x"] {
+            let err = with(&[("sluice.table.fillfactor", bad)]).unwrap_err().to_string();
+            assert!(err.contains("sluice.table.fillfactor") && err.contains(bad), "{err}");
+        }
         let err = JdbcSinkConfig::parse(&props(&[
             ("connection.url", "jdbc:postgresql://h/d"),
             ("connection.user", "u"),

@@ -223,7 +223,11 @@ async fn ensure_table(
             let keys: Vec<String> = tb.columns[..tb.key_len].iter().map(|c| quote(&c.name)).collect();
             defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
         }
-        let sql = format!("CREATE TABLE IF NOT EXISTS {} ({})", qualified(&tb.name), defs.join(", "));
+        let storage = match cfg.table_fillfactor {
+            100 => String::new(),
+            n => format!(" WITH (fillfactor = {n})"),
+        };
+        let sql = format!("CREATE TABLE IF NOT EXISTS {} ({}){storage}", qualified(&tb.name), defs.join(", "));
         tracing::info!(table = %tb.name, %sql, "creating table");
         tx.run(sql, format!("cannot create table {}", tb.name), None).await?;
         cols = columns_of(tx, &tb.name).await?;

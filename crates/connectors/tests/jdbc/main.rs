@@ -345,8 +345,19 @@ async fn auto_create_types_and_evolve() {
         value: Value::Struct(v),
         ..Default::default()
     };
-    let (mut t2, _) = task(&pg.debezium(&[("collection.name.format", "${topic}")])).await;
-    write(t2.as_mut(), vec![record]).await.unwrap();
+    let (mut t2, _) = task(&pg.debezium(&[("collection.name.format", "${topic}"), ("sluice.table.fillfactor", "90")])).await;
+    write(t2.as_mut(), vec![record.clone()]).await.unwrap();
+    // Tables the sink updates leave room on each page for updated rows (70 unless set);
+    // a table that only gets inserts keeps Postgres' default.
+    let (mut t3, _) = task(&pg.debezium(&[("collection.name.format", "${topic}"), ("insert.mode", "insert")])).await;
+    write(t3.as_mut(), vec![SinkRecord { topic: "appended".into(), ..record }]).await.unwrap();
+    let storage = rows(
+        &db,
+        "SELECT relname || ':' || coalesce(array_to_string(reloptions, ','), 'default') FROM pg_class \
+         WHERE relname IN ('items', 'typed', 'appended') ORDER BY relname",
+    )
+    .await;
+    assert_eq!(storage, vec!["appended:default", "items:fillfactor=70", "typed:fillfactor=90"]);
     let types = rows(&db, "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'typed'").await;
     assert_eq!(types[0], "id bigint, price numeric, vsd numeric, ts timestamp without time zone, tz timestamp with time zone, d date, tm time without time zone, doc jsonb, uid uuid, tags ARRAY, raw bytea, ok boolean, f double precision, addr jsonb, attrs jsonb");
     let got = rows(
