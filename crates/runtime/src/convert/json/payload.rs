@@ -281,7 +281,15 @@ fn non_finite(s: &str) -> Option<f64> {
 }
 
 fn read_integer(kind: SchemaType, text: &str) -> Result<Value, DataError> {
-    let v = DecimalText::parse(text).and_then(|d| d.to_i64());
+    // A plain integer of up to 18 digits (every i64 of that length) is read directly; any
+    // other form (a fraction, an exponent, more digits) goes through the decimal reading,
+    // which accepts integral values written so and names what does not fit.
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let v = if (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse::<i64>().ok()
+    } else {
+        DecimalText::parse(text).and_then(|d| d.to_i64())
+    };
     let out_of_range = || DataError::new(format!("Number {text} is out of range for {}", type_name(kind)));
     let Some(v) = v else {
         let integral = DecimalText::parse(text).is_some_and(|d| d.rescale(0).is_ok());

@@ -510,3 +510,28 @@ fn a_repeated_schema_reads_like_the_full_path() {
     assert!(Arc::ptr_eq(s.as_ref().unwrap(), read(&warm, &cases[8]).0.as_ref().unwrap()), "one schema object for one schema text");
     assert_eq!(v.as_struct().unwrap().get("id"), Some(&Value::Int32(1)));
 }
+
+#[test]
+fn integers_read_alike_whether_short_long_or_written_as_decimals() {
+    let c = json(&[]);
+    let int64 = |text: &str| read(&c, &format!(r#"{{"schema":{{"type":"int64"}},"payload":{text}}}"#)).1;
+    let cases = [
+        ("0", 0),
+        ("-0", 0),
+        ("0012", 12),
+        ("-7", -7),
+        ("999999999999999999", 999_999_999_999_999_999),
+        ("-999999999999999999", -999_999_999_999_999_999),
+        ("9223372036854775807", i64::MAX),
+        ("-9223372036854775808", i64::MIN),
+        ("42.0", 42),
+        ("-42.000", -42),
+    ];
+    for (text, want) in cases {
+        assert_eq!(int64(text), Value::Int64(want), "{text}");
+    }
+    let err = read_err(&c, r#"{"schema":{"type":"int64"},"payload":9223372036854775808}"#).to_string();
+    assert!(err.contains("Number 9223372036854775808 is out of range for INT64"), "{err}");
+    let err = read_err(&c, r#"{"schema":{"type":"int32"},"payload":2147483648}"#).to_string();
+    assert!(err.contains("Number 2147483648 is out of range for INT32"), "{err}");
+}
