@@ -18,6 +18,7 @@
 //! it go to a new step. Insert mode and key-less modes do not collapse; there a delete after
 //! upserts starts a new step so that it runs after them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use sluice_api::{SchemaRef, SchemaType, SinkRecord, Struct, TopicPartition, Value};
@@ -299,12 +300,13 @@ pub fn describe_key(v: &Value) -> String {
     }
 }
 
-/// Folds an identifier as the quoting rule says: kept with quoting, lower case without.
-pub fn fold(name: &str, quote: bool) -> String {
-    if quote {
-        name.to_owned()
+/// Folds an identifier as the quoting rule says: kept with quoting, lower case without
+/// (borrowed when that changes nothing).
+pub fn fold(name: &str, quote: bool) -> Cow<'_, str> {
+    if quote || (name.is_ascii() && !name.bytes().any(|b| b.is_ascii_uppercase())) {
+        Cow::Borrowed(name)
     } else {
-        name.to_lowercase()
+        Cow::Owned(name.to_lowercase())
     }
 }
 
@@ -331,27 +333,69 @@ pub fn table_name(cfg: &JdbcSinkConfig, topic: &str, source: Option<&Struct>) ->
     if table.is_empty() {
         return Err(format!("table.name.format gives an empty table name for topic {topic}"));
     }
-    Ok(TableName { schema: schema.map(|s| fold(s, cfg.quote_identifiers)), table: fold(table, cfg.quote_identifiers) })
+    Ok(TableName {
+        schema: schema.map(|s| fold(s, cfg.quote_identifiers).into_owned()),
+        table: fold(table, cfg.quote_identifiers).into_owned(),
+    })
 }
 
 /// The next offset per partition once `records` are applied.
 pub fn next_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
-    let mut offsets = BTreeMap::new();
-    for r in records {
-        let next = offsets.entry(r.topic_partition()).or_insert(r.offset + 1);
-        *next = (*next).max(r.offset + 1);
-    }
-    offsets
+    offset_ranges(records).into_iter().map(|(tp, (_, next))| (tp, next)).collect()
 }
 
 /// The first offset of each partition in `records`.
 pub fn first_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
-    let mut offsets = BTreeMap::new();
+    offset_ranges(records).into_iter().map(|(tp, (first, _))| (tp, first)).collect()
+}
+
+/// Per partition of `records`: the first offset, and the next one once they are applied.
+/// A partition's map entry is touched once per run of its records (usually once).
+fn offset_ranges(records: &[SinkRecord]) -> BTreeMap<TopicPartition, (i64, i64)> {
+    let mut out: BTreeMap<TopicPartition, (i64, i64)> = BTreeMap::new();
+    let mut run: Option<(&str, i32, i64, i64)> = None;
+    let mut end_run = |run: Option<(&str, i32, i64, i64)>| {
+        if let Some((topic, partition, first, next)) = run {
+            let range = out.entry(TopicPartition::new(topic, partition)).or_insert((first, next));
+            *range = (range.0.min(first), range.1.max(next));
+        }
+    };
     for r in records {
-        let first = offsets.entry(r.topic_partition()).or_insert(r.offset);
-        *first = (*first).min(r.offset);
+        match &mut run {
+            Some((topic, partition, first, next)) if *topic == r.topic && *partition == r.partition => {
+                *first = (*first).min(r.offset);
+                *next = (*next).max(r.offset + 1);
+            }
+            _ => end_run(run.replace((&r.topic, r.partition, r.offset, r.offset + 1))),
+        }
     }
-    offsets
+    end_run(run);
+    out
+}
+
+/// What decides a record's table: its topic, and the source names when the format uses
+/// them.
+#[derive(PartialEq, Eq, Hash)]
+struct TableKey<'r> {
+    topic: &'r str,
+    source: [Option<&'r str>; 3],
+}
+
+impl<'r> TableKey<'r> {
+    fn of(topic: &'r str, source: Option<&'r Struct>) -> Self {
+        let part = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
+        Self { topic, source: [part("db"), part("schema"), part("table")] }
+    }
+}
+
+/// The index of the batch's table of that name, added when new.
+fn table_index(batch: &mut Batch, by_name: &mut HashMap<TableName, usize>, name: TableName, origin: usize, collapse: bool) -> usize {
+    if let Some(ti) = by_name.get(&name) {
+        return *ti;
+    }
+    batch.tables.push(TableBatch { name: name.clone(), columns: Vec::new(), key_len: 0, steps: Vec::new(), first_origin: origin, collapse });
+    by_name.insert(name, batch.tables.len() - 1);
+    batch.tables.len() - 1
 }
 
 /// Builds a batch from records, in order. Every record counts for the offsets, also those
@@ -362,9 +406,20 @@ pub fn first_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
 /// uses `${source.…}` and the topic was not seen yet, the tombstone is skipped: the delete
 /// event before it did the work).
 pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut HashMap<String, TableName>) -> Result<Batch, BadRecord> {
-    let mut batch = Batch { offsets: next_offsets(records), first: first_offsets(records), ..Batch::default() };
+    let ranges = offset_ranges(records);
+    let mut batch = Batch {
+        offsets: ranges.iter().map(|(tp, (_, next))| (tp.clone(), *next)).collect(),
+        first: ranges.into_iter().map(|(tp, (first, _))| (tp, first)).collect(),
+        ..Batch::default()
+    };
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
+    let needs_source = cfg.table_name_format.contains("${source.");
+    // The table of each topic (and source db, schema and table, when the format names
+    // them) met in this batch, and the column of each field of each row schema met per
+    // table (`None`: a key column, or a field not written): worked out once per batch.
+    let mut table_of: HashMap<TableKey<'_>, usize> = HashMap::new();
+    let mut layouts: HashMap<(usize, *const sluice_api::Schema), Vec<Option<usize>>> = HashMap::new();
     for record in records {
         let origin =
             Origin { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) };
@@ -382,36 +437,45 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut Ha
         if !wanted {
             continue;
         }
-        let needs_source = cfg.table_name_format.contains("${source.");
-        let name = match (source, needs_source) {
-            (None, true) if record.value.is_null() => match topic_tables.get(&record.topic) {
-                Some(n) => n.clone(),
+        let table_key = TableKey::of(&record.topic, source.filter(|_| needs_source));
+        let ti = match (source, needs_source, table_of.get(&table_key)) {
+            (None, true, _) if record.value.is_null() => match topic_tables.get(&record.topic) {
+                Some(n) => table_index(&mut batch, &mut by_name, n.clone(), oi, collapse),
                 None => {
                     tracing::debug!(topic = %record.topic, offset = record.offset, "skipping a tombstone of a topic whose table is not known yet");
                     continue;
                 }
             },
-            _ => table_name(cfg, &record.topic, source).map_err(fail)?,
+            (_, _, Some(ti)) => *ti,
+            _ => {
+                let name = table_name(cfg, &record.topic, source).map_err(fail)?;
+                let ti = table_index(&mut batch, &mut by_name, name, oi, collapse);
+                table_of.insert(table_key, ti);
+                ti
+            }
         };
-        if source.is_some() && needs_source {
-            topic_tables.insert(record.topic.clone(), name.clone());
+        if source.is_some() && needs_source && topic_tables.get(&record.topic) != Some(&batch.tables[ti].name) {
+            topic_tables.insert(record.topic.clone(), batch.tables[ti].name.clone());
         }
-        let ti = *by_name.entry(name.clone()).or_insert_with(|| {
-            batch.tables.push(TableBatch { name, columns: Vec::new(), key_len: 0, steps: Vec::new(), first_origin: oi, collapse });
-            batch.tables.len() - 1
-        });
         let table = &mut batch.tables[ti];
         match shape {
             Shape::Truncate => table.truncate(oi),
             Shape::Upsert(row) => {
                 let key = key_cells(cfg, record, Some(row), table).map_err(fail)?;
                 let mut cells = key;
-                for (field, value) in row.schema().fields.iter().zip(row.values()) {
-                    let name = fold(&field.name, cfg.quote_identifiers);
-                    if table.columns[..table.key_len].iter().any(|c| c.name == name) || !cfg.fields.keeps(&field.name) {
-                        continue;
-                    }
-                    let ci = table.column(&name, &field.schema);
+                let layout = layouts.entry((ti, std::sync::Arc::as_ptr(row.schema()))).or_insert_with(|| {
+                    row.schema()
+                        .fields
+                        .iter()
+                        .map(|field| {
+                            let name = fold(&field.name, cfg.quote_identifiers);
+                            let skip = table.columns[..table.key_len].iter().any(|c| c.name == name) || !cfg.fields.keeps(&field.name);
+                            (!skip).then(|| table.column(&name, &field.schema))
+                        })
+                        .collect()
+                });
+                for ((field, value), ci) in row.schema().fields.iter().zip(row.values()).zip(layout.iter()) {
+                    let Some(ci) = *ci else { continue };
                     if cells.len() <= ci {
                         cells.resize(ci + 1, Cell::Null);
                     }
@@ -461,10 +525,10 @@ fn key_cells(cfg: &JdbcSinkConfig, record: &SinkRecord, row: Option<&Struct>, ta
             None => return Err("pk.mode is record_value but the record has no value".to_owned()),
         },
     }
-    let names: Vec<String> = cols.iter().map(|(n, _, _)| fold(n, cfg.quote_identifiers)).collect();
+    let names: Vec<Cow<'_, str>> = cols.iter().map(|(n, _, _)| fold(n, cfg.quote_identifiers)).collect();
     if table.columns.is_empty() {
         for (name, (_, schema, _)) in names.iter().zip(&cols) {
-            table.columns.push(Column { name: name.clone(), schema: schema.clone() });
+            table.columns.push(Column { name: name.clone().into_owned(), schema: schema.clone() });
         }
         table.key_len = cols.len();
     } else if table.key_len != names.len() || table.columns[..table.key_len].iter().zip(&names).any(|(c, n)| c.name != *n) {
@@ -492,4 +556,111 @@ fn struct_key(cfg: &JdbcSinkConfig, s: &Struct, out: &mut Vec<(String, SchemaRef
         return Err("a key column holds the unavailable-value placeholder".to_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_api::{Props, Schema};
+
+    fn cfg(pairs: &[(&str, &str)]) -> JdbcSinkConfig {
+        let mut p: Props = [
+            ("connector.class", "io.debezium.connector.jdbc.JdbcSinkConnector"),
+            ("connection.url", "jdbc:postgresql://h/d"),
+            ("connection.username", "u"),
+            ("insert.mode", "upsert"),
+            ("primary.key.mode", "record_value"),
+            ("primary.key.fields", "id"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        p.extend(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        JdbcSinkConfig::parse(&p).unwrap()
+    }
+
+    /// A Debezium create event of `srv.<table>` with the row `(id, Name[, extra])`.
+    fn event(topic: &str, partition: i32, offset: i64, table: &str, id: i64, extra: bool) -> SinkRecord {
+        let mut fields = vec![("id", Schema::int64().into_ref()), ("Name", Schema::string().into_ref())];
+        if extra {
+            fields.push(("extra", Schema::string().into_ref()));
+        }
+        let row_schema = Schema::struct_of(fields).optional().into_ref();
+        let source_schema =
+            Schema::struct_of([("db", Schema::string().into_ref()), ("schema", Schema::string().into_ref()), ("table", Schema::string().into_ref())])
+                .into_ref();
+        let schema = Schema::struct_of([
+            ("after", row_schema.clone()),
+            ("source", source_schema.clone()),
+            ("op", Schema::string().into_ref()),
+        ])
+        .into_ref();
+        let mut row = Struct::new(row_schema).with("id", id).with("Name", format!("n{id}"));
+        if extra {
+            row = row.with("extra", "x");
+        }
+        let source = Struct::new(source_schema).with("db", "srv").with("schema", "public").with("table", table);
+        let value = Struct::new(schema.clone()).with("after", Value::Struct(row)).with("source", Value::Struct(source)).with("op", "c");
+        SinkRecord { topic: topic.into(), partition, offset, value_schema: Some(schema), value: Value::Struct(value), ..Default::default() }
+    }
+
+    fn upserted(t: &TableBatch) -> Vec<String> {
+        let mut out = Vec::new();
+        for step in &t.steps {
+            if let Step::Apply(seg) = step {
+                for row in seg.rows() {
+                    out.push(row.cells.iter().map(|c| c.text().map(|t| t.into_owned()).unwrap_or_else(|| "-".into())).collect::<Vec<_>>().join(","));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn offsets_of_interleaved_partitions() {
+        let r = |topic: &str, partition, offset| SinkRecord { topic: topic.into(), partition, offset, ..Default::default() };
+        let records = [r("a", 0, 5), r("a", 1, 3), r("a", 0, 7), r("a", 0, 6), r("b", 0, 9), r("a", 1, 2), r("a", 0, 4)];
+        let next: Vec<(String, i32, i64)> = next_offsets(&records).into_iter().map(|(tp, n)| (tp.topic, tp.partition, n)).collect();
+        let first: Vec<(String, i32, i64)> = first_offsets(&records).into_iter().map(|(tp, n)| (tp.topic, tp.partition, n)).collect();
+        assert_eq!(next, [("a".to_owned(), 0, 8), ("a".to_owned(), 1, 4), ("b".to_owned(), 0, 10)]);
+        assert_eq!(first, [("a".to_owned(), 0, 4), ("a".to_owned(), 1, 2), ("b".to_owned(), 0, 9)]);
+    }
+
+    /// One topic whose events name different source tables, rows of two schemas for one
+    /// table, and a tombstone: each goes where its own record says, whatever came before.
+    #[test]
+    fn records_go_to_the_tables_and_columns_they_name() {
+        let c = cfg(&[("collection.name.format", "${source.table}"), ("delete.enabled", "true"), ("primary.key.mode", "record_key")]);
+        let keyed = |mut r: SinkRecord, id: i64| {
+            let ks = Schema::struct_of([("id", Schema::int64().into_ref())]).into_ref();
+            r.key = Value::Struct(Struct::new(ks.clone()).with("id", id));
+            r.key_schema = Some(ks);
+            r
+        };
+        let tombstone = keyed(SinkRecord { topic: "srv".into(), offset: 5, ..Default::default() }, 2);
+        let records = vec![
+            keyed(event("srv", 0, 0, "one", 1, false), 1),
+            keyed(event("srv", 0, 1, "two", 1, false), 1),
+            keyed(event("srv", 0, 2, "one", 2, true), 2),
+            keyed(event("srv", 0, 3, "One", 3, false), 3),
+            keyed(event("srv", 0, 4, "two", 2, false), 2),
+            tombstone,
+        ];
+        let mut topic_tables = HashMap::new();
+        let b = build(&c, &records, &mut topic_tables).unwrap();
+        let names: Vec<String> = b.tables.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, ["one", "two"], "names folded to lower case: One is one");
+        let columns: Vec<&str> = b.tables[0].columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(columns, ["id", "name", "extra"]);
+        assert_eq!(upserted(&b.tables[0]), ["1,n1", "2,n2,x", "3,n3"]);
+        // The tombstone goes to the table of its topic's last event (two) and removes key 2.
+        assert_eq!(upserted(&b.tables[1]), ["1,n1"]);
+        assert_eq!(topic_tables.get("srv").map(ToString::to_string).as_deref(), Some("two"));
+        // Quoted identifiers keep their case: One is a table of its own.
+        let quoted = cfg(&[("collection.name.format", "${source.table}"), ("quote.identifiers", "true")]);
+        let b = build(&quoted, &records[..4], &mut HashMap::new()).unwrap();
+        let names: Vec<String> = b.tables.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, ["one", "two", "One"]);
+        assert_eq!(b.tables[0].columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["id", "Name", "extra"]);
+    }
 }
