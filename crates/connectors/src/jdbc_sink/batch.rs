@@ -39,6 +39,12 @@ pub struct Origin {
     pub key: String,
 }
 
+impl Origin {
+    pub fn of(record: &SinkRecord) -> Self {
+        Self { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) }
+    }
+}
+
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "topic {} partition {} offset {} key {}", self.topic, self.partition, self.offset, self.key)
@@ -217,7 +223,6 @@ impl TableBatch {
 #[derive(Debug, Default)]
 pub struct Batch {
     pub tables: Vec<TableBatch>,
-    pub origins: Vec<Origin>,
     /// Next offset per partition once this batch is applied.
     pub offsets: BTreeMap<TopicPartition, i64>,
     /// The first offset per partition this batch covers: the target must not have stored
@@ -420,12 +425,8 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut Ha
     // table (`None`: a key column, or a field not written): worked out once per batch.
     let mut table_of: HashMap<TableKey<'_>, usize> = HashMap::new();
     let mut layouts: HashMap<(usize, *const sluice_api::Schema), Vec<Option<usize>>> = HashMap::new();
-    for record in records {
-        let origin =
-            Origin { topic: record.topic.clone(), partition: record.partition, offset: record.offset, key: describe_key(&record.key) };
-        let oi = batch.origins.len();
-        batch.origins.push(origin.clone());
-        let fail = |reason: String| BadRecord { origin: origin.clone(), reason };
+    for (oi, record) in records.iter().enumerate() {
+        let fail = |reason: String| BadRecord { origin: Origin::of(record), reason };
         let (shape, source) = shape(record).map_err(fail)?;
         let is_delete = matches!(shape, Shape::Delete { .. });
         let wanted = match &shape {

@@ -31,7 +31,7 @@ pub struct WriteError {
     pub message: String,
     #[source]
     pub source: Option<BoxError>,
-    /// The index (into [`Batch::origins`]) of the record at fault, when known.
+    /// The index of the record at fault in the records the batch was built from, when known.
     pub origin: Option<usize>,
 }
 

@@ -165,7 +165,7 @@ impl JdbcSinkTask {
             }
         }
         let r = &records[bad - 1];
-        let origin = batch::Origin { topic: r.topic.clone(), partition: r.partition, offset: r.offset, key: batch::describe_key(&r.key) };
+        let origin = batch::Origin::of(r);
         Ok((bad - 1, ConnectError::fatal_from(format!("cannot write the record at {origin}: {}", error.message), error)))
     }
 
