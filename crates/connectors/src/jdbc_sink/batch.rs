@@ -21,6 +21,9 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+/// The maps looked up once or more per record: foldhash, seeded per process.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 use sluice_api::{SchemaRef, SchemaType, SinkRecord, Struct, TopicPartition, Value};
 
 use super::config::{Flavor, InsertMode, JdbcSinkConfig, PkMode};
@@ -104,7 +107,7 @@ pub struct Segment {
     pub deletes: Vec<Row>,
     /// Rows to write; `None` where a later delete of the batch removed it.
     pub upserts: Vec<Option<Row>>,
-    slots: HashMap<Vec<Cell>, Slot>,
+    slots: FastMap<Vec<Cell>, Slot>,
 }
 
 impl Segment {
@@ -423,8 +426,8 @@ pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut Ha
     // The table of each topic (and source db, schema and table, when the format names
     // them) met in this batch, and the column of each field of each row schema met per
     // table (`None`: a key column, or a field not written): worked out once per batch.
-    let mut table_of: HashMap<TableKey<'_>, usize> = HashMap::new();
-    let mut layouts: HashMap<(usize, *const sluice_api::Schema), Vec<Option<usize>>> = HashMap::new();
+    let mut table_of: FastMap<TableKey<'_>, usize> = FastMap::default();
+    let mut layouts: FastMap<(usize, *const sluice_api::Schema), Vec<Option<usize>>> = FastMap::default();
     for (oi, record) in records.iter().enumerate() {
         let fail = |reason: String| BadRecord { origin: Origin::of(record), reason };
         let (shape, source) = shape(record).map_err(fail)?;
