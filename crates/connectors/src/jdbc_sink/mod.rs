@@ -32,7 +32,9 @@
 //!   no column type yet; `pk.mode=record_header`, connection pools, naming strategies,
 //!   time zones other than UTC and the keys listed in `config::UNSUPPORTED_KEYS` are rejected.
 //! - Auto-created tables make only key columns NOT NULL; evolution only adds nullable
-//!   columns (no type changes, no drops).
+//!   columns (no type changes, no drops). Tables created for upserts or updates get
+//!   `fillfactor` 70 (`sluice.table.fillfactor`), room for updated rows on their page;
+//!   existing tables are not altered.
 //! - A row whose TOASTed column was never seen by the sink (its insert predates the
 //!   sink) and that no longer exists in the target is inserted with NULL in that column.
 
