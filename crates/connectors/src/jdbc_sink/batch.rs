@@ -347,14 +347,10 @@ pub fn table_name(cfg: &JdbcSinkConfig, topic: &str, source: Option<&Struct>) ->
     })
 }
 
-/// The next offset per partition once `records` are applied.
-pub fn next_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
-    offset_ranges(records).into_iter().map(|(tp, (_, next))| (tp, next)).collect()
-}
-
-/// The first offset of each partition in `records`.
-pub fn first_offsets(records: &[SinkRecord]) -> BTreeMap<TopicPartition, i64> {
-    offset_ranges(records).into_iter().map(|(tp, (first, _))| (tp, first)).collect()
+/// Per partition of `records`: the next offset once they are applied, and the first one.
+pub fn offsets(records: &[SinkRecord]) -> (BTreeMap<TopicPartition, i64>, BTreeMap<TopicPartition, i64>) {
+    let ranges = offset_ranges(records);
+    (ranges.iter().map(|(tp, (_, next))| (tp.clone(), *next)).collect(), ranges.into_iter().map(|(tp, (first, _))| (tp, first)).collect())
 }
 
 /// Per partition of `records`: the first offset, and the next one once they are applied.
@@ -414,12 +410,8 @@ fn table_index(batch: &mut Batch, by_name: &mut HashMap<TableName, usize>, name:
 /// uses `${source.…}` and the topic was not seen yet, the tombstone is skipped: the delete
 /// event before it did the work).
 pub fn build(cfg: &JdbcSinkConfig, records: &[SinkRecord], topic_tables: &mut HashMap<String, TableName>) -> Result<Batch, BadRecord> {
-    let ranges = offset_ranges(records);
-    let mut batch = Batch {
-        offsets: ranges.iter().map(|(tp, (_, next))| (tp.clone(), *next)).collect(),
-        first: ranges.into_iter().map(|(tp, (first, _))| (tp, first)).collect(),
-        ..Batch::default()
-    };
+    let (offsets, first) = offsets(records);
+    let mut batch = Batch { offsets, first, ..Batch::default() };
     let mut by_name: HashMap<TableName, usize> = HashMap::new();
     let collapse = cfg.pk_mode != PkMode::None && cfg.pk_mode != PkMode::Kafka && cfg.insert_mode != InsertMode::Insert;
     let needs_source = cfg.table_name_format.contains("${source.");
@@ -624,8 +616,9 @@ mod tests {
     fn offsets_of_interleaved_partitions() {
         let r = |topic: &str, partition, offset| SinkRecord { topic: topic.into(), partition, offset, ..Default::default() };
         let records = [r("a", 0, 5), r("a", 1, 3), r("a", 0, 7), r("a", 0, 6), r("b", 0, 9), r("a", 1, 2), r("a", 0, 4)];
-        let next: Vec<(String, i32, i64)> = next_offsets(&records).into_iter().map(|(tp, n)| (tp.topic, tp.partition, n)).collect();
-        let first: Vec<(String, i32, i64)> = first_offsets(&records).into_iter().map(|(tp, n)| (tp.topic, tp.partition, n)).collect();
+        let (next, first) = offsets(&records);
+        let flat = |m: BTreeMap<TopicPartition, i64>| m.into_iter().map(|(tp, n)| (tp.topic, tp.partition, n)).collect::<Vec<_>>();
+        let (next, first) = (flat(next), flat(first));
         assert_eq!(next, [("a".to_owned(), 0, 8), ("a".to_owned(), 1, 4), ("b".to_owned(), 0, 10)]);
         assert_eq!(first, [("a".to_owned(), 0, 4), ("a".to_owned(), 1, 2), ("b".to_owned(), 0, 9)]);
     }

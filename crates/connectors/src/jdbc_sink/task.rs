@@ -242,8 +242,7 @@ impl JdbcSinkTask {
     /// goes to [`Self::skip`]; the rest are written, and the offsets cover the skipped ones.
     async fn write_chunk(&mut self, connector: &str, chunk: &[SinkRecord]) -> ConnectResult<()> {
         let cfg = self.cfg.clone().expect("started");
-        let offsets = batch::next_offsets(chunk);
-        let first = batch::first_offsets(chunk);
+        let (offsets, first) = batch::offsets(chunk);
         let mut remaining: Option<Vec<SinkRecord>> = None;
         loop {
             let records = remaining.as_deref().unwrap_or(chunk);
@@ -313,7 +312,7 @@ fn count_committed(
     for _ in 0..progress.committed.swap(0, Ordering::AcqRel) {
         let chunk = chunks.pop_front().expect("a committed chunk was in flight");
         *failures = 0;
-        for (tp, next) in batch::next_offsets(&chunk) {
+        for (tp, next) in batch::offsets(&chunk).0 {
             let d = durable.entry(tp).or_insert(next);
             *d = (*d).max(next);
         }
