@@ -123,10 +123,8 @@ impl JdbcSinkTask {
             }
         }
         if self.reread {
-            for (tp, next) in stored.into_iter().filter(|(tp, _)| self.assigned.contains(tp)) {
-                let d = self.durable.entry(tp).or_insert(next);
-                *d = (*d).max(next);
-            }
+            let assigned = &self.assigned;
+            advance(&mut self.durable, stored.into_iter().filter(|(tp, _)| assigned.contains(tp)));
             self.reread = false;
         }
         Ok(())
@@ -210,9 +208,7 @@ impl JdbcSinkTask {
         }
         let connector = self.connector();
         while let Some(held) = self.held.first().cloned() {
-            let durable = &self.durable;
-            let rest: Vec<SinkRecord> =
-                held.iter().filter(|r| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)).cloned().collect();
+            let rest: Vec<SinkRecord> = held.iter().filter(|r| not_durable(&self.durable, r)).cloned().collect();
             if !rest.is_empty() {
                 self.write_chunk(&connector, &rest).await?;
             }
@@ -271,10 +267,7 @@ impl JdbcSinkTask {
             match dialect.write(connector, &batch).await {
                 Ok(()) => {
                     self.failures = 0;
-                    for (tp, next) in batch.offsets {
-                        let d = self.durable.entry(tp).or_insert(next);
-                        *d = (*d).max(next);
-                    }
+                    advance(&mut self.durable, batch.offsets);
                     return Ok(());
                 }
                 Err(e) => match e.kind {
@@ -312,11 +305,21 @@ fn count_committed(
     for _ in 0..progress.committed.swap(0, Ordering::AcqRel) {
         let chunk = chunks.pop_front().expect("a committed chunk was in flight");
         *failures = 0;
-        for (tp, next) in batch::offsets(&chunk).0 {
-            let d = durable.entry(tp).or_insert(next);
-            *d = (*d).max(next);
-        }
+        advance(durable, batch::offsets(&chunk).0);
     }
+}
+
+/// Moves `durable` forward to `offsets` (a partition's next offset never goes back).
+fn advance(durable: &mut BTreeMap<TopicPartition, i64>, offsets: impl IntoIterator<Item = (TopicPartition, i64)>) {
+    for (tp, next) in offsets {
+        let d = durable.entry(tp).or_insert(next);
+        *d = (*d).max(next);
+    }
+}
+
+/// Whether `r` is past what is durable in the target (its partition's next offset).
+fn not_durable(durable: &BTreeMap<TopicPartition, i64>, r: &SinkRecord) -> bool {
+    durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next)
 }
 
 /// `records` in chunks of [`chunk_sizes`].
@@ -372,9 +375,7 @@ impl SinkTask for JdbcSinkTask {
             return Ok(());
         }
         let cfg = self.cfg.clone().expect("started");
-        let durable = &self.durable;
-        let applied = |r: &SinkRecord| durable.get(&r.topic_partition()).is_some_and(|next| r.offset < *next);
-        let pending: Vec<SinkRecord> = records.into_iter().filter(|r| !applied(r)).collect();
+        let pending: Vec<SinkRecord> = records.into_iter().filter(|r| not_durable(&self.durable, r)).collect();
         let mut chunks = split(pending, cfg.batch_size);
         // The batches are built (on another thread) while earlier puts are still written.
         let early = (self.in_flight.is_some() && self.held.is_empty() && !self.reread && self.unread.is_empty())
@@ -400,8 +401,7 @@ impl SinkTask for JdbcSinkTask {
             Some(handle) => Some(handle.await.map_err(|e| ConnectError::fatal(format!("building a batch failed: {e}")))?),
             None => None,
         };
-        let durable = &self.durable;
-        let current = |r: &SinkRecord| durable.get(&r.topic_partition()).is_none_or(|next| r.offset >= *next);
+        let current = |r: &SinkRecord| not_durable(&self.durable, r);
         // What settle or the offsets changed invalidates the early build.
         let unchanged = chunks.iter().all(|c| c.iter().all(current));
         let (batches, tables) = match early.filter(|_| clean && unchanged) {
