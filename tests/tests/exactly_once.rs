@@ -46,7 +46,7 @@ while len(done) < len(parts):
     ids.append(json.loads(m.value())["payload"]["id"])
 print(json.dumps(ids))
 "#;
-    let out = Command::new(kafka_python()).arg("-c").arg(script).args([bootstrap, topic, isolation]).output().expect("run python");
+    let out = Command::new(kafka_python()).arg("-I").arg("-c").arg(script).args([bootstrap, topic, isolation]).output().expect("run python");
     assert!(out.status.success(), "the check consumer failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -289,7 +289,7 @@ while True:
     out.append(m.value().decode())
 print(",".join(out))
 "#;
-    let out = Command::new(kafka_python()).arg("-c").arg(script).arg(&broker.bootstrap).output().unwrap();
+    let out = Command::new(kafka_python()).arg("-I").arg("-c").arg(script).arg(&broker.bootstrap).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fresh", "{}", String::from_utf8_lossy(&out.stderr));
 }
 
