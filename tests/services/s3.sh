@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # An S3-compatible server (moto 5.2.5) on 127.0.0.1 for tests.
 #
-#   s3.sh install             create the venv (once): moto[server]==5.2.5, boto3, pyarrow
+#   s3.sh install             create the venv (once): moto[server], boto3, pyarrow, duckdb
+#                             (pinned in PACKAGES below)
 #   s3.sh start PORT [LOG]    start moto on 127.0.0.1:PORT; prints its PID once it accepts
 #                             connections (exit 1 when it does not come up)
 #   s3.sh stop PID            stop that server (by PID only)
@@ -11,23 +12,26 @@
 # after that many requests, against IAM users created through moto).
 # The venv lives in ${S3_VENV:-$HOME/.cache/sluice-test/moto-5.2.5}; installing is skipped when
 # it is complete. moto 5.2.5, not 5.2.1: 5.2.1's CompleteMultipartUpload reply breaks
-# aws-sdk-s3. pyarrow (and duckdb, when it installs) let tests read Parquet files back with
-# another implementation.
+# aws-sdk-s3. pyarrow and duckdb let tests read Parquet files back with two other
+# implementations; both must import, or installing fails.
 set -euo pipefail
 VENV=${S3_VENV:-$HOME/.cache/sluice-test/moto-5.2.5}
 cmd=${1:-}
+PACKAGES=('moto[server]==5.2.5' 'boto3==1.44.8' 'pyarrow==26.0.1' 'duckdb==2.0.1')
 
 install() {
-  if [[ -x "$VENV/bin/moto_server" && -f "$VENV/.complete" ]]; then return 0; fi
+  if [[ -x "$VENV/bin/moto_server" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
   mkdir -p "$(dirname "$VENV")"
   # Tests start servers in parallel: one installs, the others wait for it.
   exec 9>"$VENV.lock"
   flock 9
-  if [[ -x "$VENV/bin/moto_server" && -f "$VENV/.complete" ]]; then return 0; fi
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check 'moto[server]==5.2.5' boto3 pyarrow >&2
-  "$VENV/bin/pip" install -q --disable-pip-version-check duckdb >&2 || echo "duckdb did not install; Parquet files are checked with pyarrow only" >&2
-  touch "$VENV/.complete"
+  if [[ -x "$VENV/bin/moto_server" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
+  [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${PACKAGES[@]}" >&2
+  "$VENV/bin/python" -I -c 'import moto, boto3, pyarrow.parquet, duckdb' \
+    || { echo "the S3 test venv $VENV does not import moto, boto3, pyarrow and duckdb" >&2; exit 1; }
+  echo "${PACKAGES[*]}" >"$VENV/.complete"
+  exec 9>&-
 }
 
 case "$cmd" in

@@ -509,7 +509,7 @@ fn service_script(name: &str) -> PathBuf {
 
 /// An S3 server (moto, started by `tests/services/s3.sh`) with one bucket, stopped on drop.
 /// A server that does not start fails the test. [`Moto::py`] runs Python from the same venv
-/// (boto3, pyarrow and, when it installed, duckdb) to read back what the sink wrote.
+/// (boto3, pyarrow and duckdb, all installed by s3.sh) to read back what the sink wrote.
 pub struct Moto {
     pid: String,
     pub port: u16,
@@ -531,7 +531,7 @@ impl Moto {
         m
     }
 
-    /// The venv's Python (boto3, pyarrow, duckdb when it installed).
+    /// The venv's Python (boto3, pyarrow, duckdb), to run with `-I`.
     pub fn python(&self) -> &Path {
         &self.python
     }
@@ -550,7 +550,7 @@ impl Moto {
             "import boto3,json,io,os,sys\ns3=boto3.client('s3',endpoint_url='http://127.0.0.1:{}',region_name='us-east-1',aws_access_key_id='t',aws_secret_access_key='t')\nBUCKET={:?}\n{body}\nsys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n",
             self.port, self.bucket
         );
-        let out = Command::new(&self.python).arg("-c").arg(code).output().expect("run python");
+        let out = Command::new(&self.python).arg("-I").arg("-c").arg(code).output().expect("run python");
         assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }

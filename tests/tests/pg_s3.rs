@@ -65,10 +65,7 @@ def schema_of(paths):
     schemas={str(pq.read_schema(p)) for p in paths}
     s=pq.read_schema(paths[0]) if paths else None
     return len(schemas),({f.name:str(f.type) for f in s} if s else {})
-try:
-    import duckdb
-except ImportError:
-    duckdb=None
+import duckdb
 "#;
 
 fn normalised(rows: &str) -> Vec<Json> {
@@ -263,7 +260,7 @@ for p in paths:
     for r in pq.read_table(p).to_pylist():
         rows.append({'op':r['__op'],'deleted':r['__deleted'],'row':norm(r)})
 state=None
-if duckdb is not None and paths:
+if paths:
     state=[list(r) for r in duckdb.sql(f"""
         SELECT id, name, CAST(price AS VARCHAR), CAST(born AS VARCHAR), active
         FROM (SELECT *, row_number() OVER (PARTITION BY id ORDER BY filename DESC, file_row_number DESC) AS newest
@@ -316,9 +313,8 @@ print(json.dumps({'keys':keys,'schemas':n,'schema':schema,'rows':rows,'state':st
     let table = Workload::table(&pg);
     assert_eq!(table.len(), 5);
     let state = &out["state"];
-    if state.is_null() {
-        eprintln!("duckdb is not installed in the s3 venv: the newest-row query was not run");
-    } else {
+    assert!(!state.is_null(), "no objects for duckdb to query: {out}");
+    {
         let want: Vec<Json> = pg
             .sql("SELECT json_build_array(id, name, price::text, born::text, active) FROM items ORDER BY id")
             .lines()
@@ -356,7 +352,7 @@ for p in paths:
         rows.append({'op':r['op'],'before':norm(r['before']),'after':norm(r['after']),'snapshot':r['source']['snapshot'],
                      'table':r['source']['table'],'lsn':r['source']['lsn'],'ts_ms':r['ts_ms']})
 ops=None
-if duckdb is not None and paths:
+if paths:
     ops={str(k):v for k,v in duckdb.sql(f"""
         SELECT coalesce(after.id, before.id), string_agg(op, '' ORDER BY filename, file_row_number)
         FROM read_parquet('{d}/*.parquet', filename=true, file_row_number=true) GROUP BY 1""").fetchall()}
@@ -415,9 +411,8 @@ print(json.dumps({'keys':keys,'rows':rows},default=str))
     }
 
     // The same op sequences from a second reader querying the files.
-    if parquet["ops"].is_null() {
-        eprintln!("duckdb is not installed in the s3 venv: the op query was not run");
-    } else {
+    assert!(!parquet["ops"].is_null(), "no objects for duckdb to query: {parquet}");
+    {
         let want: BTreeMap<String, Json> =
             work.changes.iter().map(|(id, c)| (id.to_string(), Json::String(c.iter().map(|c| c.op.as_str()).collect()))).collect();
         let got: BTreeMap<String, Json> = parquet["ops"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();

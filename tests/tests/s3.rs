@@ -229,6 +229,7 @@ impl HeaderRecorder {
         let log = dir.join("s3-requests.jsonl");
         let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services/s3-recorder.py");
         let child = std::process::Command::new(moto.python())
+            .arg("-I")
             .arg(script)
             .arg(port.to_string())
             .arg(moto.port.to_string())

@@ -299,7 +299,7 @@ pub fn pyarrow_rows(bytes: &[u8]) -> Vec<serde_json::Value> {
     std::fs::write(&path, bytes).unwrap();
     let py = venv().join("bin/python");
     let code = "import sys,json,pyarrow.parquet as pq\nt=pq.read_table(sys.argv[1])\nprint(json.dumps({'schema':str(t.schema),'rows':t.to_pylist()},default=str))";
-    let out = Command::new(py).arg("-c").arg(code).arg(&path).output().expect("run python");
+    let out = Command::new(py).arg("-I").arg("-c").arg(code).arg(&path).output().expect("run python");
     assert!(out.status.success(), "pyarrow could not read the file: {}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let schema = v["schema"].as_str().unwrap().to_owned();
@@ -309,21 +309,20 @@ pub fn pyarrow_rows(bytes: &[u8]) -> Vec<serde_json::Value> {
     v["rows"].as_array().unwrap().clone()
 }
 
-/// Reads a Parquet file with DuckDB when the venv has it (s3.sh installs it when it can):
+/// Reads a Parquet file with DuckDB (s3.sh installs it in the venv; a missing module fails):
 /// `[count, sum(id), price of id 1 as text, ship.city of id 1]`.
-pub fn duckdb_summary(bytes: &[u8]) -> Option<serde_json::Value> {
+pub fn duckdb_summary(bytes: &[u8]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.parquet");
     std::fs::write(&path, bytes).unwrap();
     let py = venv().join("bin/python");
-    let code = "import sys,json\ntry:\n import duckdb\nexcept ImportError:\n print('null'); sys.exit(0)\n\
+    let code = "import sys,json,duckdb\n\
 c=duckdb.connect()\nn,s=c.execute('select count(*), sum(id) from read_parquet(?)',[sys.argv[1]]).fetchone()\n\
 p,city=c.execute('select cast(price as varchar), ship.city from read_parquet(?) where id=1',[sys.argv[1]]).fetchone()\n\
 print(json.dumps([n,int(s),p,city]))";
-    let out = Command::new(py).arg("-c").arg(code).arg(&path).output().expect("run python");
+    let out = Command::new(py).arg("-I").arg("-c").arg(code).arg(&path).output().expect("run python");
     assert!(out.status.success(), "duckdb could not read the file: {}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    (!v.is_null()).then_some(v)
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 pub fn ids_of(format: &str, key: &str, bytes: &[u8]) -> Vec<i64> {
