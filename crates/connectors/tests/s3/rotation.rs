@@ -35,23 +35,48 @@ async fn rotation_by_record_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotation_by_wall_clock_without_new_records() {
+    // The object is cut at the first multiple of the interval (UTC) after the writer opened.
+    // Start just after a boundary so the next one is nearly a whole interval away; the
+    // "not cut yet" check counts only when it returned before that boundary (a slow machine
+    // may pass it), the cut after the boundary is always checked.
+    const INTERVAL: i64 = 3000;
     let moto = Moto::start();
     moto.create_bucket().await;
+    while now_ms() % INTERVAL > 300 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let boundary = (now_ms() / INTERVAL + 1) * INTERVAL;
+    let interval = INTERVAL.to_string();
     let mut t = task(moto.props(&[
         ("format.class", format_class("json")),
         ("flush.size", "100"),
-        ("rotate.schedule.interval.ms", "1000"),
+        ("rotate.schedule.interval.ms", &interval),
         ("timezone", "UTC"),
     ]))
     .await
     .unwrap();
     put_retrying(&mut t, &orders(0, 2, |_| T0), 1).await;
-    assert!(moto.keys().await.is_empty());
-    assert_eq!(durable(&mut t, &tp(), 2).await, None);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let before = durable(&mut t, &tp(), 2).await;
+    if now_ms() < boundary {
+        assert_eq!(before, None, "cut before the scheduled boundary");
+        assert!(moto.keys().await.is_empty());
+    }
+    // Where the writer opened only after the boundary (a very slow machine), its boundary is
+    // the next one: wait up to one interval more.
+    let deadline = now_ms().max(boundary) + INTERVAL + 5000;
+    tokio::time::sleep(Duration::from_millis(u64::try_from(boundary - now_ms()).unwrap_or(0) + 100)).await;
     // The runtime calls pre_commit every offset.flush.interval.ms, records or not.
-    assert_eq!(durable(&mut t, &tp(), 2).await, Some(2));
+    let mut after = durable(&mut t, &tp(), 2).await;
+    while after.is_none() && now_ms() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = durable(&mut t, &tp(), 2).await;
+    }
+    assert_eq!(after, Some(2), "not cut after the scheduled boundary");
     assert_eq!(moto.keys().await, vec!["topics/orders/partition=0/orders+0+0000000000.json"]);
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
 }
 
 fn versioned(version: i32, with_extra: bool) -> sluice_api::SchemaRef {
