@@ -12,9 +12,20 @@ tests/services/setup.sh
 
 # One build for everything: the sluice package's own integration test makes this build
 # the target/debug/sluice executable (with the same features) that the end-to-end tests drive.
+# The tests then run with no system Python on PATH (python, python3 and pip fail), so a test
+# that reaches for an interpreter other than the project's venvs fails instead of passing on
+# a machine where someone installed packages by hand.
+guard=$(mktemp -d)
+trap 'rm -rf "$guard"' EXIT
+for name in python python3 pip pip3; do
+  printf '#!/bin/sh\necho "%s: tests use the venvs under $HOME/.cache/sluice-test, not the system Python" >&2\nexit 127\n' "$name" >"$guard/$name"
+  chmod +x "$guard/$name"
+done
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --locked --workspace --no-fail-fast "$@"
+  cargo nextest run --locked --workspace --no-run
+  PATH="$guard:$PATH" PYTHONPATH= PYTHONHOME= cargo nextest run --locked --workspace --no-fail-fast "$@"
 else
   echo "cargo-nextest not found; using cargo test" >&2
-  cargo test --locked --workspace --no-fail-fast "$@"
+  cargo test --locked --workspace --no-run
+  PATH="$guard:$PATH" PYTHONPATH= PYTHONHOME= cargo test --locked --workspace --no-fail-fast "$@"
 fi

@@ -2,17 +2,26 @@
 # Installs what building sluice and running its tests need, skipping what is present:
 #   - Debian packages to build the bundled librdkafka (cmake, OpenSSL and SASL headers, …)
 #     and the openssl tool (postgres.sh makes the TLS test cluster's certificates with it);
-#   - the test services' own installs (the Kafka-protocol broker's and the S3 server's venvs).
-# PostgreSQL 15 comes from the machine (/usr/lib/postgresql/15/bin); postgres.sh checks it.
+#   - PostgreSQL 15 server and client (Debian's postgresql-15, /usr/lib/postgresql/15/bin);
+#   - the test services' own installs: both Kafka-protocol brokers with the tests' Kafka
+#     client (kafka.sh), the S3 server with pyarrow and duckdb (s3.sh);
+# then checks that every Python module the tests import comes from those venvs
+# (check-python.sh).
 # usage: setup.sh [build]   (build: only what compiling needs)
 set -euo pipefail
 cd "$(dirname "$0")"
 BUILD_PACKAGES=(cmake pkg-config libssl-dev libsasl2-dev libcurl4-openssl-dev openssl)
-if ! dpkg -s "${BUILD_PACKAGES[@]}" >/dev/null 2>&1; then
-  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO=sudo
+apt_install() {
+  local SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO=sudo
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq "${BUILD_PACKAGES[@]}"
-fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
+}
+if ! dpkg -s "${BUILD_PACKAGES[@]}" >/dev/null 2>&1; then apt_install "${BUILD_PACKAGES[@]}"; fi
 [[ "${1:-}" == build ]] && exit 0
-./kafka.sh install noida
-./s3.sh install
+if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]] || ! command -v psql >/dev/null; then
+  apt_install postgresql-15 postgresql-client-15
+fi
+./kafka.sh install noida >/dev/null
+./kafka.sh install tansu >/dev/null
+./s3.sh install >/dev/null
+./check-python.sh
