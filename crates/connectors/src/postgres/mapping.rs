@@ -72,7 +72,11 @@ pub enum PgType {
     Timestamp {
         precision: i32,
     },
-    TimestampTz,
+    /// `precision`: fractional second digits (6 when unspecified); a ZonedTimestamp carries
+    /// exactly that many (any number, trailing zeros dropped, for 0), as Debezium's.
+    TimestampTz {
+        precision: i32,
+    },
     /// Comma-separated labels, as Debezium's `allowed` parameter.
     Enum {
         labels: String,
@@ -141,7 +145,7 @@ pub fn builtin(oid: u32, typmod: i32) -> Option<PgType> {
         1083 => PgType::Time { precision: precision(typmod) },
         1266 => PgType::TimeTz,
         1114 => PgType::Timestamp { precision: precision(typmod) },
-        1184 => PgType::TimestampTz,
+        1184 => PgType::TimestampTz { precision: precision(typmod) },
         1700 => {
             if typmod < 4 {
                 PgType::Numeric { precision: None, scale: None }
@@ -286,7 +290,7 @@ pub fn schema(ty: &PgType, modes: &Modes, optional: bool) -> Schema {
             _ if *precision <= 3 => Schema::int64().named(names::TIMESTAMP).with_version(1),
             _ => Schema::int64().named(names::MICRO_TIMESTAMP).with_version(1),
         },
-        PgType::TimestampTz => Schema::string().named(names::ZONED_TIMESTAMP).with_version(1),
+        PgType::TimestampTz { .. } => Schema::string().named(names::ZONED_TIMESTAMP).with_version(1),
         PgType::Enum { labels } => Schema::string().named(names::ENUM).with_version(1).with_parameter("allowed", labels.clone()),
         PgType::Interval => match modes.interval {
             IntervalMode::Numeric => Schema::int64().named(names::MICRO_DURATION).with_version(1),
@@ -365,12 +369,17 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             DecimalMode::String => Value::String(text.to_owned()),
             DecimalMode::Double => Value::Float64(parse_float(text).ok_or_else(|| bad("numeric"))?),
             DecimalMode::Precise => {
+                // NaN and ±Infinity have no exact decimal form: null, as Debezium writes them
+                // (decimal.handling.mode=double or string keeps them).
                 if text == "NaN" || text.ends_with("Infinity") {
-                    return Err(format!("numeric {text} has no exact decimal form; use decimal.handling.mode=double or string"));
+                    return Ok(Value::Null);
                 }
                 match scale {
                     Some(s) => Value::Bytes(unscaled_bytes(text, *s).ok_or_else(|| bad("numeric"))?),
                     None => {
+                        // Debezium strips trailing zeros (BigDecimal.stripTrailingZeros), and a
+                        // negative scale that leaves becomes 0: 1.50 has scale 1, 100 scale 0.
+                        let text = strip_fraction_zeros(text);
                         let s = text.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
                         let bytes = unscaled_bytes(text, s).ok_or_else(|| bad("numeric"))?;
                         let schema = schema(ty, modes, false).into_ref();
@@ -450,7 +459,11 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             }
         }
         PgType::Date => {
-            let days = parse_date(text).ok_or_else(|| bad("date"))?;
+            let days = match text {
+                "infinity" => DATE_POSITIVE_INFINITY_DAYS,
+                "-infinity" => DATE_NEGATIVE_INFINITY_DAYS,
+                _ => parse_date(text).ok_or_else(|| bad("date"))?,
+            };
             Value::Int32(i32::try_from(days).map_err(|_| bad("date"))?)
         }
         PgType::Time { precision } => {
@@ -462,25 +475,34 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             }
         }
         PgType::TimeTz => {
-            let (time, offset) = split_offset(text).ok_or_else(|| bad("timetz"))?;
+            let (time, offset, _) = split_offset(text).ok_or_else(|| bad("timetz"))?;
             let micros = parse_time(time).ok_or_else(|| bad("timetz"))? - offset * 1_000_000;
             Value::String(format_time(micros.rem_euclid(86_400_000_000)) + "Z")
         }
         PgType::Timestamp { precision } => {
-            let micros = parse_timestamp(text).ok_or_else(|| bad("timestamp"))?;
+            let micros = match text {
+                "infinity" => TIMESTAMP_POSITIVE_INFINITY_MICROS,
+                "-infinity" => TIMESTAMP_NEGATIVE_INFINITY_MICROS,
+                _ => parse_timestamp(text).ok_or_else(|| bad("timestamp"))?,
+            };
             match modes.time {
                 TimeMode::Connect => Value::Int64(micros.div_euclid(1000)),
                 _ if *precision <= 3 => Value::Int64(micros.div_euclid(1000)),
                 _ => Value::Int64(micros),
             }
         }
-        PgType::TimestampTz => {
-            if let Some(iso) = utc_timestamp_as_iso(text) {
+        PgType::TimestampTz { precision } => {
+            // Debezium passes Postgres' infinities through as its own words.
+            if text == "infinity" || text == "-infinity" {
+                return Ok(Value::String(text.to_owned()));
+            }
+            if let Some(iso) = utc_timestamp_as_iso(text, *precision) {
                 return Ok(Value::String(iso));
             }
-            let (ts, offset) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
-            let micros = parse_timestamp(ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
-            Value::String(format_timestamp_utc(micros))
+            let (ts, offset, bc) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
+            let ts = if bc { Cow::Owned(format!("{ts} BC")) } else { Cow::Borrowed(ts) };
+            let micros = parse_timestamp(&ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
+            Value::String(format_timestamp_utc(micros, *precision))
         }
         PgType::Array(element) => {
             let items = parse_array(text).ok_or_else(|| bad("a one-dimensional array"))?;
@@ -725,6 +747,27 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// What Debezium writes for a `date` of `infinity` / `-infinity`: the days of pgjdbc's
+/// infinity dates (`-5877611-06-21` and `-5877611-06-22`, Postgres' internal infinities
+/// shifted by its 2000-01-01 epoch and overflowed). Kept for compatibility with existing
+/// consumers of Debezium's output.
+pub const DATE_POSITIVE_INFINITY_DAYS: i64 = -2_147_472_692;
+pub const DATE_NEGATIVE_INFINITY_DAYS: i64 = -2_147_472_691;
+/// What Debezium writes for a `timestamp` of `infinity` / `-infinity`, in microseconds
+/// (pgjdbc's `DATE_POSITIVE_INFINITY` / `DATE_NEGATIVE_INFINITY` read as microseconds);
+/// millisecond schemas carry these divided by 1000.
+pub const TIMESTAMP_POSITIVE_INFINITY_MICROS: i64 = 9_223_372_036_825_200_000;
+pub const TIMESTAMP_NEGATIVE_INFINITY_MICROS: i64 = -9_223_372_036_832_400_000;
+
+/// A plain decimal without the trailing zeros of its fraction (and without a point left
+/// bare): `1.50` is `1.5`, `2.000` is `2`; integers keep their digits.
+fn strip_fraction_zeros(text: &str) -> &str {
+    match text.split_once('.') {
+        Some(_) => text.trim_end_matches('0').trim_end_matches('.'),
+        None => text,
+    }
+}
+
 /// `YYYY-MM-DD[ BC]` as days since the epoch.
 fn parse_date(text: &str) -> Option<i64> {
     let (text, bc) = match text.strip_suffix(" BC") {
@@ -764,13 +807,13 @@ fn parse_timestamp(text: &str) -> Option<i64> {
     Some(days * 86_400_000_000 + parse_time(time)?)
 }
 
-/// Splits a trailing `+HH[:MM[:SS]]` / `-HH…` offset off; returns it in seconds.
-fn split_offset(text: &str) -> Option<(&str, i64)> {
+/// Splits a trailing `+HH[:MM[:SS]]` / `-HH…` offset (in seconds) and a trailing ` BC`
+/// (`0044-03-15 12:00:00+00 BC`) off.
+fn split_offset(text: &str) -> Option<(&str, i64, bool)> {
     let (text, bc) = match text.strip_suffix(" BC") {
-        Some(t) => (t, " BC"),
-        None => (text, ""),
+        Some(t) => (t, true),
+        None => (text, false),
     };
-    let _ = bc; // BC timestamps with a zone are not expected in UTC sessions
     let pos = text.rfind(['+', '-'])?;
     let (value, offset) = text.split_at(pos);
     if value.len() < 8 {
@@ -782,7 +825,7 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
         let n: i64 = part.parse().ok()?;
         secs += n * [3600, 60, 1].get(i)?;
     }
-    Some((value, sign * secs))
+    Some((value, sign * secs, bc))
 }
 
 fn format_fraction(micros: i64) -> String {
@@ -798,19 +841,57 @@ fn format_time(micros: i64) -> String {
     format!("{:02}:{:02}:{:02}{}", secs / 3600, secs / 60 % 60, secs % 60, format_fraction(micros % 1_000_000))
 }
 
-/// An instant as ISO-8601 in UTC with `Z`, trailing zero fraction digits dropped (Java's
-/// `ISO_OFFSET_DATE_TIME`, as Debezium's ZonedTimestamp prints it).
-fn format_timestamp_utc(micros: i64) -> String {
+/// An instant as ISO-8601 in UTC with `Z`, as Debezium's ZonedTimestamp prints it: with
+/// exactly `width` fraction digits for a `timestamptz(width)` (1 to 6), and for width 0
+/// Java's `ISO_OFFSET_DATE_TIME` (trailing zero fraction digits dropped). Years are
+/// proleptic, as Java prints them: `-0043` for 44 BC, `+10000` past 9999.
+fn format_timestamp_utc(micros: i64, width: i32) -> String {
     let days = micros.div_euclid(86_400_000_000);
     let in_day = micros.rem_euclid(86_400_000_000);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{}Z", format_time(in_day))
+    let secs = in_day / 1_000_000;
+    let mut out = format!("{}-{m:02}-{d:02}T{:02}:{:02}:{:02}", iso_year(y), secs / 3600, secs / 60 % 60, secs % 60);
+    push_fraction(&mut out, &format!("{:06}", in_day % 1_000_000), width);
+    out.push('Z');
+    out
+}
+
+/// A year as Java's `ISO_LOCAL_DATE` prints it (at least four digits, a sign when negative
+/// or past 9999).
+fn iso_year(y: i64) -> String {
+    if y > 9999 {
+        format!("+{y}")
+    } else if y < 0 {
+        format!("-{:04}", -y)
+    } else {
+        format!("{y:04}")
+    }
+}
+
+/// Appends `.digits` for a fraction given as its leading digits (`"12"` is .12): exactly
+/// `width` digits (padded with zeros or cut) for a width of 1 to 9; for 0, without trailing
+/// zeros and nothing when it is zero.
+fn push_fraction(out: &mut String, digits: &str, width: i32) {
+    match usize::try_from(width).ok().filter(|w| (1..=9).contains(w)) {
+        Some(w) => {
+            out.push('.');
+            out.push_str(&digits[..digits.len().min(w)]);
+            out.extend(std::iter::repeat_n('0', w.saturating_sub(digits.len())));
+        }
+        None => {
+            let trimmed = digits.trim_end_matches('0');
+            if !trimmed.is_empty() {
+                out.push('.');
+                out.push_str(trimmed);
+            }
+        }
+    }
 }
 
 /// The fast path of a `timestamptz` in a UTC session: `2024-02-29 23:30:00.12+00` is
-/// `2024-02-29T23:30:00.12Z` (trailing zero fraction digits dropped). `None` for anything
-/// else (BC dates, years past 9999, other offsets): the general path reads it.
-fn utc_timestamp_as_iso(text: &str) -> Option<String> {
+/// `2024-02-29T23:30:00.120000Z` for width 6 (see [`format_timestamp_utc`]). `None` for
+/// anything else (BC dates, years past 9999, other offsets): the general path reads it.
+fn utc_timestamp_as_iso(text: &str, width: i32) -> Option<String> {
     let b = text.as_bytes();
     let body = text.strip_suffix("+00")?;
     let well_formed = b.len() >= 22
@@ -824,11 +905,11 @@ fn utc_timestamp_as_iso(text: &str) -> Option<String> {
     if !well_formed {
         return None;
     }
-    let body = if body.len() > 19 { body.trim_end_matches('0').trim_end_matches('.') } else { body };
-    let mut out = String::with_capacity(body.len() + 1);
+    let mut out = String::with_capacity(28);
     out.push_str(&body[..10]);
     out.push('T');
-    out.push_str(&body[11..]);
+    out.push_str(&body[11..19]);
+    push_fraction(&mut out, body.get(20..).unwrap_or(""), width);
     out.push('Z');
     Some(out)
 }
@@ -902,22 +983,96 @@ mod tests {
         assert_eq!(value(&PgType::Time { precision: 6 }, &M, "01:00:00.5").unwrap(), Value::Int64(3_600_500_000));
         assert_eq!(value(&PgType::Time { precision: 3 }, &M, "00:00:01.5").unwrap(), Value::Int32(1500));
         assert_eq!(value(&PgType::Timestamp { precision: 6 }, &M, "1970-01-01 00:00:01.000002").unwrap(), Value::Int64(1_000_002));
-        assert_eq!(value(&PgType::TimestampTz, &M, "2024-02-29 23:30:00.120+00").unwrap(), Value::String("2024-02-29T23:30:00.12Z".into()));
-        assert_eq!(value(&PgType::TimestampTz, &M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
+        const TZ6: PgType = PgType::TimestampTz { precision: 6 };
+        const TZ3: PgType = PgType::TimestampTz { precision: 3 };
+        const TZ0: PgType = PgType::TimestampTz { precision: 0 };
+        assert_eq!(value(&TZ6, &M, "2024-02-29 23:30:00.120+00").unwrap(), Value::String("2024-02-29T23:30:00.120000Z".into()));
+        assert_eq!(value(&TZ6, &M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00.000000Z".into()));
+        assert_eq!(value(&TZ0, &M, "2024-03-01 01:30:00+02").unwrap(), Value::String("2024-02-29T23:30:00Z".into()));
         assert_eq!(value(&PgType::TimeTz, &M, "10:00:00+01").unwrap(), Value::String("09:00:00Z".into()));
-        for (pg, iso) in [
-            ("2024-02-29 23:30:00+00", "2024-02-29T23:30:00Z"),
-            ("2024-02-29 23:30:00.000001+00", "2024-02-29T23:30:00.000001Z"),
-            ("2024-02-29 23:30:00.5+00", "2024-02-29T23:30:00.5Z"),
-            ("2024-02-29 23:30:00.500+00", "2024-02-29T23:30:00.5Z"),
-            ("2024-02-29 23:30:00.000+00", "2024-02-29T23:30:00Z"),
+        // Fraction digits: exactly the column's precision; any number (none for zero) at 0.
+        for (ty, pg, iso) in [
+            (&TZ6, "2024-02-29 23:30:00+00", "2024-02-29T23:30:00.000000Z"),
+            (&TZ6, "2024-02-29 23:30:00.000001+00", "2024-02-29T23:30:00.000001Z"),
+            (&TZ6, "2024-02-29 23:30:00.5+00", "2024-02-29T23:30:00.500000Z"),
+            (&TZ3, "2024-02-29 23:30:00.5+00", "2024-02-29T23:30:00.500Z"),
+            (&TZ3, "2024-02-29 23:30:00+00", "2024-02-29T23:30:00.000Z"),
+            (&TZ0, "2024-02-29 23:30:00+00", "2024-02-29T23:30:00Z"),
+            (&TZ0, "2024-02-29 23:30:00.500+00", "2024-02-29T23:30:00.5Z"),
+            (&TZ0, "2024-02-29 23:30:00.000+00", "2024-02-29T23:30:00Z"),
         ] {
-            assert_eq!(utc_timestamp_as_iso(pg).as_deref(), Some(iso), "{pg}");
-            assert_eq!(value(&PgType::TimestampTz, &M, pg).unwrap(), Value::String(iso.into()), "{pg}");
+            let PgType::TimestampTz { precision } = ty else { unreachable!() };
+            assert_eq!(utc_timestamp_as_iso(pg, *precision).as_deref(), Some(iso), "{pg}");
+            assert_eq!(value(ty, &M, pg).unwrap(), Value::String(iso.into()), "{pg}");
         }
         for other in ["0044-03-15 12:00:00+00 BC", "12345-01-01 00:00:00+00", "2024-02-29 23:30:00+01", "2024-02-29 23:30:00.+00"] {
-            assert_eq!(utc_timestamp_as_iso(other), None, "{other}");
+            assert_eq!(utc_timestamp_as_iso(other, 6), None, "{other}");
         }
+    }
+
+    /// The values Debezium 3.6.3 writes for Postgres' special values (observed with the
+    /// default modes): no legal value fails the task.
+    #[test]
+    fn special_values_as_debezium_writes_them() {
+        let tz = PgType::TimestampTz { precision: 6 };
+        // BC and past 9999: proleptic years as Java prints them.
+        assert_eq!(value(&tz, &M, "0044-03-15 12:00:00+00 BC").unwrap(), Value::String("-0043-03-15T12:00:00.000000Z".into()));
+        assert_eq!(value(&tz, &M, "0001-01-01 00:00:00+00 BC").unwrap(), Value::String("0000-01-01T00:00:00.000000Z".into()));
+        assert_eq!(value(&tz, &M, "12345-01-01 00:00:00+00").unwrap(), Value::String("+12345-01-01T00:00:00.000000Z".into()));
+        assert_eq!(value(&tz, &M, "infinity").unwrap(), Value::String("infinity".into()));
+        assert_eq!(value(&tz, &M, "-infinity").unwrap(), Value::String("-infinity".into()));
+        assert_eq!(value(&PgType::Date, &M, "infinity").unwrap(), Value::Int32(-2_147_472_692));
+        assert_eq!(value(&PgType::Date, &M, "-infinity").unwrap(), Value::Int32(-2_147_472_691));
+        assert_eq!(value(&PgType::Date, &M, "0044-03-15 BC").unwrap(), Value::Int32(i32::try_from(days_from_civil(-43, 3, 15)).unwrap()));
+        let micro = PgType::Timestamp { precision: 6 };
+        let milli = PgType::Timestamp { precision: 3 };
+        assert_eq!(value(&micro, &M, "infinity").unwrap(), Value::Int64(9_223_372_036_825_200_000));
+        assert_eq!(value(&micro, &M, "-infinity").unwrap(), Value::Int64(-9_223_372_036_832_400_000));
+        assert_eq!(value(&milli, &M, "infinity").unwrap(), Value::Int64(9_223_372_036_825_200));
+        assert_eq!(value(&milli, &M, "-infinity").unwrap(), Value::Int64(-9_223_372_036_832_400));
+        assert_eq!(value(&micro, &M, "10000-01-01 00:00:00").unwrap(), Value::Int64(days_from_civil(10000, 1, 1) * 86_400_000_000));
+        assert_eq!(value(&PgType::Time { precision: 6 }, &M, "24:00:00").unwrap(), Value::Int64(86_400_000_000));
+        assert_eq!(value(&PgType::Time { precision: 3 }, &M, "24:00:00").unwrap(), Value::Int32(86_400_000));
+        assert_eq!(value(&PgType::TimeTz, &M, "24:00:00+00").unwrap(), Value::String("00:00:00Z".into()));
+        let connect = Modes { time: TimeMode::Connect, ..M };
+        assert_eq!(value(&PgType::Date, &connect, "infinity").unwrap(), Value::Int32(-2_147_472_692));
+        assert_eq!(value(&micro, &connect, "-infinity").unwrap(), Value::Int64(-9_223_372_036_832_400));
+        // numeric NaN and ±Infinity: null when precise, kept by double and string.
+        let fixed = PgType::Numeric { precision: Some(10), scale: Some(2) };
+        let variable = PgType::Numeric { precision: None, scale: None };
+        for special in ["NaN", "Infinity", "-Infinity"] {
+            assert_eq!(value(&fixed, &M, special).unwrap(), Value::Null, "{special}");
+            assert_eq!(value(&variable, &M, special).unwrap(), Value::Null, "{special}");
+            let string = Modes { decimal: DecimalMode::String, ..M };
+            assert_eq!(value(&variable, &string, special).unwrap(), Value::String(special.into()));
+            let double = Modes { decimal: DecimalMode::Double, ..M };
+            let Value::Float64(f) = value(&variable, &double, special).unwrap() else { panic!("{special}") };
+            assert_eq!(f.to_string(), parse_float(special).unwrap().to_string());
+        }
+        for (ty, special) in [(PgType::Float4, "NaN"), (PgType::Float8, "Infinity"), (PgType::Float8, "-Infinity")] {
+            assert!(value(&ty, &M, special).is_ok(), "{special}");
+        }
+        let dates = PgType::Array(Box::new(PgType::Date));
+        assert_eq!(
+            value(&dates, &M, "{infinity,NULL,-infinity}").unwrap(),
+            Value::Array(vec![Value::Int32(-2_147_472_692), Value::Null, Value::Int32(-2_147_472_691)])
+        );
+        assert_eq!(value(&dates, &M, "{}").unwrap(), Value::Array(vec![]));
+    }
+
+    /// An unconstrained numeric's scale is that of Java's `stripTrailingZeros`, never below 0.
+    #[test]
+    fn variable_scale_decimals_drop_trailing_zeros() {
+        let variable = PgType::Numeric { precision: None, scale: None };
+        let scale_of = |text: &str| match value(&variable, &M, text).unwrap() {
+            Value::Struct(s) => (s.get("scale").cloned().unwrap(), s.get("value").cloned().unwrap()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(scale_of("3.14159265358979323846264338327950288419716939937510").0, Value::Int32(49));
+        assert_eq!(scale_of("1.50"), (Value::Int32(1), Value::Bytes(vec![15])));
+        assert_eq!(scale_of("100"), (Value::Int32(0), Value::Bytes(vec![100])));
+        assert_eq!(scale_of("0.000"), (Value::Int32(0), Value::Bytes(vec![0])));
+        assert_eq!(scale_of("-0.0010"), (Value::Int32(3), Value::Bytes(vec![0xff])));
     }
 
     #[test]

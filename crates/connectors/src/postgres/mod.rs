@@ -60,7 +60,8 @@
 //!   bytea is the placeholder string (Debezium writes null there; see `toast.rs`).
 //! - Not mapped yet (columns left out, as Debezium does with unknown types):
 //!   multi-dimensional arrays, arrays of geometric types other than `point[]`, tsvector[];
-//!   `infinity` dates/timestamps and numeric NaN under `precise` fail the task.
+//!   numeric NaN and ±Infinity are null under `precise` (as Debezium), and `date`/`timestamp`
+//!   infinities carry Debezium's overflowed numbers (see `mapping.rs`).
 //! - Incremental snapshots (`incremental.rs`): `insert_insert` watermarks only, no blocking
 //!   snapshots or surrogate keys; the offset's key fields are JSON, not Debezium's
 //!   serialized Java arrays; a pause does not survive a restart.

@@ -307,7 +307,7 @@ async fn types_round_trip_in_snapshot_and_stream() {
         assert_eq!(f("tm"), Value::Int64(((13 * 60 + 14) * 60 + 15) * 1_000_000 + 123_456));
         assert_eq!(f("tm3"), Value::Int32(1500));
         assert_eq!(f("ts"), Value::Int64(19782 * 86_400_000_000 + 3_723_000_004));
-        assert_eq!(f("tstz"), Value::String("2024-02-29T21:30:00.12Z".into()));
+        assert_eq!(f("tstz"), Value::String("2024-02-29T21:30:00.120000Z".into()), "six fraction digits: the column's precision");
         assert_eq!(f("m"), Value::String("happy".into()));
         assert_eq!(f("arr"), Value::Array(vec![Value::Int32(1), Value::Null, Value::Int32(3)]));
         assert_eq!(f("tarr"), Value::Array(vec![Value::String("a b".into()), Value::String("c".into())]));
@@ -339,6 +339,109 @@ async fn types_round_trip_in_snapshot_and_stream() {
     assert_eq!(name("nv").as_deref(), Some("io.debezium.data.VariableScaleDecimal"));
     assert!(!after.field("id").unwrap().schema.optional && after.field("t").unwrap().schema.optional);
     task.stop().await.unwrap();
+}
+
+/// Every special value Postgres accepts (NaN, ±infinity, BC, past 9999, 24:00, empty arrays
+/// and NULL elements) goes through snapshot and stream in every decimal and time mode, as
+/// Debezium 3.6.3 writes it; none fails the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn special_values_never_stop_the_task_in_any_mode() {
+    let pg = Pg::start();
+    let db = pg.client("postgres").await;
+    db.batch_execute(
+        "CREATE TABLE sp (id int PRIMARY KEY, nv numeric, n numeric(10,2), f4 real, f8 float8, d date, ts timestamp, ts3 timestamp(3),
+           tstz timestamptz, tstz3 timestamptz(3), tstz0 timestamptz(0), tm time, tmz timetz, darr date[], iarr int[]);",
+    )
+    .await
+    .unwrap();
+    let rows = [
+        "'NaN', 'NaN', 'NaN', 'Infinity', 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', '24:00:00', '24:00:00+00', '{infinity,NULL,-infinity}', '{}'",
+        "'Infinity', 'NaN', '-Infinity', '-Infinity', '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', '00:00:00', '12:00:00+05:30', '{}', '{NULL}'",
+        "'3.14159265358979323846264338327950288419716939937510', '1.50', 1.5, 2.5, '0044-03-15 BC', '0044-03-15 12:00:00 BC', '10000-01-01 00:00:00', '0044-03-15 12:00:00+00 BC', '12345-06-07 08:09:10.5+00', '1970-01-01 00:00:00.6+00', '23:59:59.999999', '00:00:00+00', '{10000-01-01}', '{1,NULL,3}'",
+    ];
+    for (i, row) in rows.iter().enumerate() {
+        db.batch_execute(&format!("INSERT INTO sp VALUES ({}, {row})", i + 1)).await.unwrap();
+    }
+    let modes: [&[(&str, &str)]; 5] = [
+        &[],
+        &[("decimal.handling.mode", "string")],
+        &[("decimal.handling.mode", "double")],
+        &[("time.precision.mode", "connect")],
+        &[("time.precision.mode", "adaptive_time_microseconds")],
+    ];
+    for (m, extra) in modes.iter().enumerate() {
+        let slot = format!("sp{m}");
+        let mut keys = vec![("slot.name", slot.as_str()), ("table.include.list", "public.sp")];
+        keys.extend_from_slice(extra);
+        let mut task = start_task(&pg.props(&keys), None).await.unwrap();
+        let mut all = Vec::new();
+        drain(&mut task, &mut all, Duration::from_secs(30), |a| data(a).len() >= 3).await;
+        let offset = 10 * (m as i32 + 1);
+        for (i, row) in rows.iter().enumerate() {
+            db.batch_execute(&format!("INSERT INTO sp VALUES ({}, {row})", offset + i as i32 + 1)).await.unwrap();
+        }
+        drain(&mut task, &mut all, Duration::from_secs(30), |a| data(a).len() >= 6).await;
+        task.stop().await.unwrap();
+        db.batch_execute("DELETE FROM sp WHERE id > 3").await.unwrap();
+        let records = data(&all);
+        assert_eq!(records.iter().map(|r| op(r)).collect::<String>(), "rrrccc", "mode {extra:?}");
+        for (i, r) in records.iter().enumerate() {
+            let f = |n: &str| field(r, "after", n).clone();
+            let row = i % 3;
+            let decimal = extra.first().map_or("precise", |(k, v)| if *k == "decimal.handling.mode" { *v } else { "precise" });
+            let time = extra.first().map_or("adaptive", |(k, v)| if *k == "time.precision.mode" { *v } else { "adaptive" });
+            let what = format!("mode {extra:?}, row {}, {}", row + 1, op(r));
+            // numeric
+            match (decimal, row) {
+                ("precise", 0 | 1) => {
+                    assert_eq!(f("nv"), Value::Null, "{what}");
+                    assert_eq!(f("n"), Value::Null, "{what}");
+                }
+                ("precise", _) => {
+                    assert_eq!(f("nv").as_struct().unwrap().get("scale"), Some(&Value::Int32(49)), "{what}: trailing zero stripped");
+                    assert_eq!(f("n"), Value::Bytes(vec![0x00, 0x96]), "{what}");
+                }
+                ("string", _) => {
+                    let want = ["NaN", "Infinity", "3.14159265358979323846264338327950288419716939937510"][row];
+                    assert_eq!(f("nv"), Value::String(want.into()), "{what}");
+                }
+                _ => {
+                    let Value::Float64(v) = f("nv") else { panic!("{what}: {:?}", f("nv")) };
+                    assert!([v.is_nan(), v == f64::INFINITY, (v - std::f64::consts::PI).abs() < 1e-15][row], "{what}: {v}");
+                }
+            }
+            // floats keep NaN and infinities
+            let Value::Float64(f8) = f("f8") else { panic!("{what}") };
+            assert_eq!(f8.to_string(), ["inf", "-inf", "2.5"][row], "{what}");
+            // dates and times
+            let connect = time == "connect";
+            let d = [-2_147_472_692, -2_147_472_691, -735_160][row];
+            assert_eq!(f("d"), Value::Int32(d), "{what}");
+            let ts_micros: i64 = [9_223_372_036_825_200_000, -9_223_372_036_832_400_000, -63_517_780_800_000_000][row];
+            let ts = if connect { ts_micros.div_euclid(1000) } else { ts_micros };
+            assert_eq!(f("ts"), Value::Int64(ts), "{what}");
+            let ts3 = [9_223_372_036_825_200, -9_223_372_036_832_400, 253_402_300_800_000][row];
+            assert_eq!(f("ts3"), Value::Int64(ts3), "{what}");
+            let tstz = ["infinity", "-infinity", "-0043-03-15T12:00:00.000000Z"][row];
+            assert_eq!(f("tstz"), Value::String(tstz.into()), "{what}");
+            let tstz3 = ["infinity", "-infinity", "+12345-06-07T08:09:10.500Z"][row];
+            assert_eq!(f("tstz3"), Value::String(tstz3.into()), "{what}");
+            let tstz0 = ["infinity", "-infinity", "1970-01-01T00:00:01Z"][row];
+            assert_eq!(f("tstz0"), Value::String(tstz0.into()), "{what}: timestamptz(0) rounds to whole seconds");
+            let tm_micros = [86_400_000_000, 0, 86_399_999_999][row];
+            let tm = if connect { Value::Int32((tm_micros / 1000) as i32) } else { Value::Int64(tm_micros) };
+            assert_eq!(f("tm"), tm, "{what}");
+            assert_eq!(f("tmz"), Value::String(["00:00:00Z", "06:30:00Z", "00:00:00Z"][row].into()), "{what}");
+            let darr = [
+                vec![Value::Int32(-2_147_472_692), Value::Null, Value::Int32(-2_147_472_691)],
+                vec![],
+                vec![Value::Int32(2_932_897)],
+            ];
+            assert_eq!(f("darr"), Value::Array(darr[row].clone()), "{what}");
+            let iarr = [vec![], vec![Value::Null], vec![Value::Int32(1), Value::Null, Value::Int32(3)]];
+            assert_eq!(f("iarr"), Value::Array(iarr[row].clone()), "{what}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
