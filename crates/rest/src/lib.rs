@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
 use sluice_runtime::herder::Herder;
@@ -69,13 +69,18 @@ pub struct RestState {
 }
 
 /// The whole API. Unknown paths answer 404 and known paths with another method 405, both in
-/// Connect's error shape and wording.
+/// Connect's error shape and wording. One trailing slash is the same path (Connect's router
+/// ignores it); an empty segment (`//`) anywhere is 400, as Connect's Jetty answers it.
 pub fn router(state: RestState) -> Router {
+    let routes = routes(state);
+    Router::new().fallback_service(routes).layer(middleware::from_fn(normalise_path))
+}
+
+fn routes(state: RestState) -> Router {
     Router::new()
         .route("/", get(root::server_info))
         .route("/health", get(root::health))
         .route("/connectors", get(connectors::list).post(connectors::create))
-        .route("/connectors/", get(connectors::list).post(connectors::create))
         .route("/connectors/{connector}", get(connectors::info).delete(connectors::delete))
         .route("/connectors/{connector}/config", get(connectors::config).put(connectors::put_config).patch(connectors::patch_config))
         .route("/connectors/{connector}/status", get(connectors::status))
@@ -90,11 +95,9 @@ pub fn router(state: RestState) -> Router {
         .route("/connectors/{connector}/topics/reset", put(offsets::reset_topics))
         .route("/connectors/{connector}/offsets", get(offsets::get).patch(offsets::alter).delete(offsets::reset))
         .route("/connector-plugins", get(plugins::list))
-        .route("/connector-plugins/", get(plugins::list))
         .route("/connector-plugins/{plugin}/config", get(plugins::config_def))
         .route("/connector-plugins/{plugin}/config/validate", put(plugins::validate))
         .route("/admin/loggers", get(loggers::list))
-        .route("/admin/loggers/", get(loggers::list))
         .route("/admin/loggers/{logger}", get(loggers::get).put(loggers::set))
         // Applies to the routes above, so it comes after them.
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
@@ -102,6 +105,32 @@ pub fn router(state: RestState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), forward::writes_to_leader))
         .layer(middleware::from_fn(access_log))
         .with_state(state)
+}
+
+/// Runs before routing: answers 400 for a path with an empty segment and drops one trailing
+/// slash, so `/connectors/x/status/` is `/connectors/x/status`.
+async fn normalise_path(mut req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if path.contains("//") {
+        return ApiError::bad_request("Ambiguous URI empty segment").into_response();
+    }
+    if path.len() > 1 && path.ends_with('/') {
+        let trimmed = &path[..path.len() - 1];
+        let rewritten = match req.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_owned(),
+        };
+        let mut parts = req.uri().clone().into_parts();
+        match rewritten.parse() {
+            Ok(pq) => parts.path_and_query = Some(pq),
+            Err(_) => return ApiError::bad_request("Malformed request path").into_response(),
+        }
+        match axum::http::Uri::from_parts(parts) {
+            Ok(uri) => *req.uri_mut() = uri,
+            Err(_) => return ApiError::bad_request("Malformed request path").into_response(),
+        }
+    }
+    next.run(req).await
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets requests in flight

@@ -73,3 +73,36 @@ async fn body_of_the_wrong_shape_is_400() {
     let r = app.call("PUT", "/connectors/a/config", Some(r#""x""#)).await;
     assert_eq!(r.error(400), "Connector configuration must be a JSON object, not a string");
 }
+
+/// Connect's router treats one trailing slash as none on every route; Jetty answers 400 for
+/// an empty segment (two slashes) before any route is matched (recorded from Connect 4.3 in
+/// tests/golden/rest/connect-4.3/trailing_slashes.json).
+#[tokio::test]
+async fn one_trailing_slash_is_the_same_path_and_an_empty_segment_is_400() {
+    let app = app();
+    app.create("x").await;
+    for path in [
+        "/connectors/x",
+        "/connectors/x/status",
+        "/connectors/x/config",
+        "/connectors/x/tasks",
+        "/connectors/x/tasks/0/status",
+        "/connector-plugins",
+        "/admin/loggers",
+        "/admin/loggers/root",
+        "/connectors?expand=status",
+    ] {
+        let plain = app.get(path).await;
+        let with_slash = if path.contains('?') { path.replacen('?', "/?", 1) } else { format!("{path}/") };
+        let slashed = app.get(&with_slash).await;
+        assert_eq!((slashed.status, &slashed.json), (plain.status, &plain.json), "{with_slash}");
+        assert_eq!(plain.status, 200, "{path}: {}", plain.text);
+    }
+    assert_eq!(app.call("PUT", "/connectors/x/pause/", None).await.status, 202);
+    for (method, path) in [("GET", "/connectors//"), ("GET", "/connectors/x//"), ("GET", "//connectors"), ("PUT", "/connectors/x/pause//")] {
+        let r = app.call(method, path, None).await;
+        assert_eq!(r.error(400), "Ambiguous URI empty segment", "{method} {path}");
+    }
+    assert_eq!(app.call("DELETE", "/connectors/x/", None).await.status, 204);
+    assert_eq!(app.get("/connectors/x").await.status, 404);
+}
