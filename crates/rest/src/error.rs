@@ -91,7 +91,7 @@ impl From<LoggingError> for ApiError {
     /// the filter is ours, 500.
     fn from(e: LoggingError) -> Self {
         let status = match e {
-            LoggingError::InvalidLevel(_) => StatusCode::NOT_FOUND,
+            LoggingError::InvalidLevel(_) | LoggingError::UnknownLogger(_) => StatusCode::NOT_FOUND,
             LoggingError::InvalidName(_) | LoggingError::InvalidDirective(_) => StatusCode::BAD_REQUEST,
             LoggingError::Apply(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -20,7 +20,7 @@ pub async fn list(State(state): State<RestState>) -> Json<BTreeMap<String, Logge
     Json(state.loggers.list())
 }
 
-/// `GET /admin/loggers/{name}`: the logger's effective level. A name that cannot be a logger
+/// `GET /admin/loggers/{name}`: the logger's effective level. A name that is no logger here
 /// is 404 `Logger X not found.`, Connect's answer for a logger it does not know.
 pub async fn get(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<Json<LoggerLevel>> {
     state.loggers.get(&name).map(Json).map_err(|_| ApiError::not_found(format!("Logger {name} not found.")))

@@ -16,10 +16,14 @@
 //! rebuilds the whole filter from that table on every change, so the filter and what
 //! `GET /admin/loggers` shows cannot drift apart.
 //!
+//! Names are shown with dots, as Connect shows logger names (`sluice_runtime.herder`).
+//!
 //! Differences from log4j that a Connect user may notice:
-//! - every name has a level: `get` answers the effective level of any valid name (the most
-//!   specific prefix that was set, else `root`), where Connect answers 404 for loggers that
-//!   were never created;
+//! - the loggers that exist are `root`, those whose level was set and sluice's own targets
+//!   (any name under `sluice`); `get` answers the effective level of those (the most specific
+//!   prefix that was set, else `root`) and `Logger X not found.` for any other name, as
+//!   Connect does for a logger log4j never created;
+//! - `list` and `set` show the loggers whose level was set, not every logger created so far;
 //! - a target matches by plain string prefix, as in Connect's `startsWith`: `sluice` also
 //!   covers `sluice_runtime`;
 //! - `FATAL` is stored as `ERROR` (tracing has no fatal level) and `ALL` as `TRACE`;
@@ -51,6 +55,9 @@ pub enum LoggingError {
     /// A name that cannot be a `tracing` target.
     #[error("invalid logger name '{0}': use letters, digits, '_', '-', '.' or '::'")]
     InvalidName(String),
+    /// A name that is not root, was never set, and is none of sluice's targets.
+    #[error("Logger {0} not found.")]
+    UnknownLogger(String),
     /// An initial directive string that does not parse.
     #[error("invalid log directive '{0}'")]
     InvalidDirective(String),
@@ -93,6 +100,12 @@ pub fn level_name(level: LevelFilter) -> &'static str {
         Some(tracing::Level::WARN) => "WARN",
         Some(tracing::Level::ERROR) => "ERROR",
     }
+}
+
+/// A `tracing` target as Connect shows a logger name: `sluice_runtime::herder` is
+/// `sluice_runtime.herder`.
+pub fn logger_name(target: &str) -> String {
+    target.replace("::", ".")
 }
 
 /// Turns a Connect logger name into the `tracing` target it stands for; `None` for `root`.
@@ -200,20 +213,22 @@ impl LogLevels {
     /// `root` and every logger whose level was set, by name (Connect's `GET /admin/loggers`).
     pub fn list(&self) -> BTreeMap<String, LoggerLevel> {
         let table = self.lock();
-        let mut out: BTreeMap<String, LoggerLevel> = table.targets.iter().map(|(t, e)| (t.clone(), e.shown())).collect();
+        let mut out: BTreeMap<String, LoggerLevel> = table.targets.iter().map(|(t, e)| (logger_name(t), e.shown())).collect();
         out.insert(ROOT_LOGGER.to_owned(), table.root.shown());
         out
     }
 
     /// The effective level of `name`: its own if it was set, else that of the longest set
-    /// prefix, else root's. Fails only for a name that cannot be a target.
+    /// prefix, else root's. Fails for a name that cannot be a target, and for one that is no
+    /// logger here (see the module docs).
     pub fn get(&self, name: &str) -> Result<LoggerLevel, LoggingError> {
         let target = target_of(name)?;
         let table = self.lock();
-        Ok(match target {
-            None => table.root.shown(),
-            Some(t) => table.effective(&t).shown(),
-        })
+        match target {
+            None => Ok(table.root.shown()),
+            Some(t) if table.targets.contains_key(&t) || t.starts_with("sluice") => Ok(table.effective(&t).shown()),
+            Some(_) => Err(LoggingError::UnknownLogger(name.trim().to_owned())),
+        }
     }
 
     /// Sets `name` and every set logger under it to `level`, as Connect does for a namespace
@@ -237,7 +252,7 @@ impl LogLevels {
                 affected.push(ROOT_LOGGER.to_owned());
                 for (t, e) in next.targets.iter_mut() {
                     touch(e);
-                    affected.push(t.clone());
+                    affected.push(logger_name(t));
                 }
             }
             Some(target) => {
@@ -245,7 +260,7 @@ impl LogLevels {
                 next.targets.entry(target.clone()).or_insert(inherited);
                 for (t, e) in next.targets.iter_mut().filter(|(t, _)| t.starts_with(target.as_str())) {
                     touch(e);
-                    affected.push(t.clone());
+                    affected.push(logger_name(t));
                 }
             }
         }
@@ -340,7 +355,7 @@ mod tests {
             assert_eq!(seen.take(), ["sluice_runtime::herder INFO", "sluice_rest INFO"]);
 
             let affected = levels.set("sluice_runtime.herder", "debug").unwrap();
-            assert_eq!(affected, ["sluice_runtime::herder"]);
+            assert_eq!(affected, ["sluice_runtime.herder"]);
             assert_eq!(seen.take(), ["sluice_runtime::logging INFO"], "the change itself is logged");
             emit();
             assert_eq!(seen.take(), ["sluice_runtime::herder DEBUG", "sluice_runtime::herder INFO", "sluice_rest INFO"]);
@@ -361,21 +376,25 @@ mod tests {
 
         // Unset names inherit from the longest prefix that was set, else root.
         assert_eq!(levels.get("sluice_api::config").unwrap().level, "DEBUG");
-        assert_eq!(levels.get("org.apache.kafka").unwrap().level, "WARN");
+        assert_eq!(levels.get("sluice_runtime.herder").unwrap().level, "WARN");
         assert_eq!(levels.get("Root").unwrap().level, "WARN");
         assert!(matches!(levels.get("a=b"), Err(LoggingError::InvalidName(_))));
+        // Connect answers 404 for a logger that does not exist.
+        assert_eq!(levels.get("org.apache.kafka").unwrap_err().to_string(), "Logger org.apache.kafka not found.");
+        levels.set("org.apache.kafka", "debug").unwrap();
+        assert_eq!(levels.get("org.apache.kafka").unwrap().level, "DEBUG");
     }
 
     #[test]
     fn set_covers_children_and_root_covers_all() {
         let (levels, _layer) = filter_layer::<Registry>("info,a::b=debug,a::c=trace,z=warn").unwrap();
-        assert_eq!(levels.set("a", "ERROR").unwrap(), ["a", "a::b", "a::c"]);
+        assert_eq!(levels.set("a", "ERROR").unwrap(), ["a", "a.b", "a.c"]);
         let list = levels.list();
-        assert_eq!(list["a::b"].level, "ERROR");
-        assert!(list["a::b"].last_modified.is_some());
+        assert_eq!(list["a.b"].level, "ERROR");
+        assert!(list["a.b"].last_modified.is_some());
         assert_eq!(list["z"], LoggerLevel { level: "WARN".into(), last_modified: None });
 
-        assert_eq!(levels.set("root", "fatal").unwrap(), ["a", "a::b", "a::c", "root", "z"]);
+        assert_eq!(levels.set("root", "fatal").unwrap(), ["a", "a.b", "a.c", "root", "z"]);
         assert!(levels.list().values().all(|l| l.level == "ERROR"));
     }
 

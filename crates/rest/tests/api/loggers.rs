@@ -16,20 +16,28 @@ async fn set_then_get_and_list() {
     let app = app();
     let r = app.call("PUT", "/admin/loggers/sluice_runtime.herder", Some(r#"{"level": "debug"}"#)).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(r.json, json!(["sluice_runtime::herder"]));
+    assert_eq!(r.json, json!(["sluice_runtime.herder"]), "dotted, as Connect names loggers");
 
     let r = app.get("/admin/loggers/sluice_runtime::herder").await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json["level"], "DEBUG");
     assert!(r.json["last_modified"].as_u64().unwrap() > 1_600_000_000_000, "{}", r.text);
 
-    // A name never set has root's level.
-    let r = app.get("/admin/loggers/org.apache.kafka.connect").await;
+    // sluice's own targets exist with their effective level; other names are no logger.
+    let r = app.get("/admin/loggers/sluice_runtime.herder.standalone").await;
+    assert_eq!(r.json["level"], "DEBUG", "{}", r.text);
+    let r = app.get("/admin/loggers/sluice_rest").await;
     assert_eq!(r.json, json!({"level": "INFO", "last_modified": null}));
+    let r = app.get("/admin/loggers/no.such.logger").await;
+    assert_eq!(r.error(404), "Logger no.such.logger not found.");
 
     let r = app.get("/admin/loggers").await;
-    assert_eq!(r.json.as_object().unwrap().keys().collect::<Vec<_>>(), ["root", "sluice_runtime::herder"]);
-    assert_eq!(app.loggers.list()["sluice_runtime::herder"].level, "DEBUG", "the handle itself changed");
+    assert_eq!(r.json.as_object().unwrap().keys().collect::<Vec<_>>(), ["root", "sluice_runtime.herder"]);
+    assert_eq!(app.loggers.list()["sluice_runtime.herder"].level, "DEBUG", "the handle itself changed");
+
+    let r = app.call("PUT", "/admin/loggers/org.apache.kafka.connect", Some(r#"{"level": "WARN"}"#)).await;
+    assert_eq!(r.json, json!(["org.apache.kafka.connect"]));
+    assert_eq!(app.get("/admin/loggers/org.apache.kafka.connect").await.json["level"], "WARN");
 }
 
 #[tokio::test]
