@@ -166,8 +166,17 @@ impl ConfigKey {
 
     /// Checks a raw string against this key's type and validator.
     pub fn check(&self, raw: &str) -> Result<(), String> {
+        self.check_type(raw)?;
+        match &self.validator {
+            Some(v) => v.check(self.ty, raw),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `raw` parses as this key's type (its validator aside).
+    fn check_type(&self, raw: &str) -> Result<(), String> {
         let t = raw.trim();
-        let typed = match self.ty {
+        match self.ty {
             ConfigType::Boolean => {
                 if t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false") {
                     Ok(())
@@ -180,11 +189,6 @@ impl ConfigKey {
             ConfigType::Long => t.parse::<i64>().map(|_| ()).map_err(|_| "Not a number of type LONG".to_owned()),
             ConfigType::Double => t.parse::<f64>().map(|_| ()).map_err(|_| "Not a number of type DOUBLE".to_owned()),
             ConfigType::String | ConfigType::List | ConfigType::Class | ConfigType::Password => Ok(()),
-        };
-        typed?;
-        match &self.validator {
-            Some(v) => v.check(self.ty, raw),
-            None => Ok(()),
         }
     }
 }
@@ -257,18 +261,30 @@ impl ConfigDef {
             .map(|k| {
                 let raw = props.get(&k.name);
                 let mut errors = Vec::new();
+                let mut value = raw.or(k.default.as_ref()).map(|v| shown(k, v));
                 match (raw, &k.default) {
                     (None, None) => errors.push(format!("Missing required configuration \"{}\" which has no default value.", k.name)),
-                    (Some(v), _) => {
-                        if let Err(e) = k.check(v) {
+                    (Some(v), _) => match k.check_type(v) {
+                        // As Connect: a value of the wrong type is null, and a range validator
+                        // then fails on that null too (`tasks.max=abc` has two errors).
+                        Err(e) => {
                             errors.push(format!("Invalid value {} for configuration {}: {e}", shown(k, v), k.name));
+                            value = None;
+                            if matches!(k.validator, Some(Validator::AtLeast(_) | Validator::Between(..))) {
+                                errors.push(format!("Invalid value null for configuration {}: Value must be non-null", k.name));
+                            }
                         }
-                    }
+                        Ok(()) => {
+                            if let Err(e) = k.check(v) {
+                                errors.push(format!("Invalid value {} for configuration {}: {e}", shown(k, v), k.name));
+                            }
+                        }
+                    },
                     (None, Some(_)) => {}
                 }
                 ConfigValue {
                     name: k.name.clone(),
-                    value: raw.or(k.default.as_ref()).map(|v| shown(k, v)),
+                    value,
                     recommended_values: k.validator.as_ref().map(Validator::recommended).unwrap_or_default(),
                     errors,
                     visible: true,
@@ -373,6 +389,27 @@ mod tests {
 
     fn props(pairs: &[(&str, &str)]) -> Props {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    /// As Connect's `ConfigDef.validate`: a value of the wrong type becomes null, and a range
+    /// validator then fails on the null as well.
+    #[test]
+    fn a_number_that_does_not_parse_is_two_errors_under_a_range() {
+        let values = def().validate(&props(&[("file", "f"), ("batch.size", "abc"), ("mode", "c")]));
+        let batch = values.iter().find(|v| v.name == "batch.size").unwrap();
+        assert_eq!(batch.value, None);
+        assert_eq!(
+            batch.errors,
+            [
+                "Invalid value abc for configuration batch.size: Not a number of type INT",
+                "Invalid value null for configuration batch.size: Value must be non-null",
+            ]
+        );
+        let mode = values.iter().find(|v| v.name == "mode").unwrap();
+        assert_eq!(mode.errors, ["Invalid value c for configuration mode: String must be one of: a, b"]);
+        assert_eq!(mode.value.as_deref(), Some("c"));
+        let zero = def().validate(&props(&[("file", "f"), ("batch.size", "0")]));
+        assert_eq!(zero[1].errors, ["Invalid value 0 for configuration batch.size: Value must be at least 1"]);
     }
 
     #[test]

@@ -63,8 +63,8 @@ fn plugin_matches(included: &str, requested: &str) -> bool {
     normalized(included).ends_with(normalized(requested))
 }
 
-/// Connect's `ConfigKeyInfo`, field names and order as its JSON has them (`order` last: the
-/// group position is serialised under that name).
+/// Connect's `ConfigKeyInfo`, field names and order as Connect 4.3's JSON has them (the group
+/// position is `order_in_group`, after `group`; Connect 3.x wrote `order`, last).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigKeyInfo {
     pub name: String,
@@ -75,10 +75,10 @@ pub struct ConfigKeyInfo {
     pub importance: &'static str,
     pub documentation: String,
     pub group: Option<String>,
+    pub order_in_group: i32,
     pub width: &'static str,
     pub display_name: String,
     pub dependents: Vec<String>,
-    pub order: i32,
 }
 
 impl From<&ConfigKey> for ConfigKeyInfo {
@@ -94,11 +94,11 @@ impl From<&ConfigKey> for ConfigKeyInfo {
             importance: k.importance.name(),
             documentation: k.doc.clone(),
             group: k.group.clone(),
+            order_in_group: k.order_in_group,
             // Our definitions carry no display width; Connect's default is NONE.
             width: "NONE",
             display_name: k.display_name.clone(),
             dependents: k.dependents.clone(),
-            order: k.order_in_group,
         }
     }
 }

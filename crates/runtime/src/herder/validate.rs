@@ -239,10 +239,17 @@ pub fn validate(
         let topics = props.get("topics").is_some_and(|t| !t.trim().is_empty());
         let regex = props.get("topics.regex").is_some_and(|t| !t.trim().is_empty());
         match (topics, regex) {
+            // As Connect's SinkConnectorConfig: the error is on both keys.
             (true, true) => {
-                keyed(&mut values, "topics", "topics and topics.regex are mutually exclusive options, but both are set.".to_owned())
+                for key in ["topics", "topics.regex"] {
+                    keyed(&mut values, key, "topics and topics.regex are mutually exclusive options, but both are set.".to_owned());
+                }
             }
-            (false, false) => keyed(&mut values, "topics", "Must configure one of topics or topics.regex".to_owned()),
+            (false, false) => {
+                for key in ["topics", "topics.regex"] {
+                    keyed(&mut values, key, "Must configure one of topics or topics.regex".to_owned());
+                }
+            }
             (false, true) => {
                 if let Err(e) = regex::Regex::new(&props["topics.regex"]) {
                     keyed(
