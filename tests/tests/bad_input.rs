@@ -10,7 +10,7 @@ use sluice_tests::{json, read_lines, Json, Worker};
 
 use crate::rest::{
     append, assert_error, create, error_message, named, sink_config, source_config, status_in, wait_lines, DATAGEN_CLASS, DISCARD_CLASS,
-    SINK_CLASS, SOURCE_CLASS,
+    SINK_CLASS, SOURCE_CLASS, VERSION,
 };
 
 struct Canary {
@@ -154,7 +154,10 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     assert_eq!(refused(&w, "x", c), invalid(&["Invalid value 0 for configuration tasks.max: Value must be at least 1"]));
     let mut c = src.clone();
     c["tasks.max"] = json!("abc");
-    assert_eq!(refused(&w, "x", c), invalid(&["Invalid value abc for configuration tasks.max: Not a number of type INT"]));
+    assert_eq!(refused(&w, "x", c), invalid(&[
+            "Invalid value abc for configuration tasks.max: Not a number of type INT",
+            "Invalid value null for configuration tasks.max: Value must be non-null",
+        ]));
     let mut c = src.clone();
     c["batch.sise"] = json!("10");
     assert_eq!(refused(&w, "x", c), invalid(&[&format!("Unknown configuration key 'batch.sise': {SOURCE_CLASS} does not support it")]));
@@ -171,11 +174,11 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     assert!(m.contains("transforms.route.type") && m.contains("RegexRouter"), "an unknown transform class lists the available ones: {m}");
     assert_eq!(
         refused(&w, "x", json!({"connector.class": "FileStreamSink", "file": output.to_str().unwrap()})),
-        invalid(&["Must configure one of topics or topics.regex"])
+        invalid(&["Must configure one of topics or topics.regex", "Must configure one of topics or topics.regex"])
     );
     let mut c = sink.clone();
     c["topics.regex"] = json!("t.*");
-    assert_eq!(refused(&w, "x", c), invalid(&["topics and topics.regex are mutually exclusive options, but both are set."]));
+    assert_eq!(refused(&w, "x", c), invalid(&["topics and topics.regex are mutually exclusive options, but both are set."; 2]));
     let mut c = sink.clone();
     c["value.converter"] = json!("com.example.NoSuchConverter");
     assert_eq!(
@@ -184,7 +187,7 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     );
     // Several problems at once are all listed.
     let m = refused(&w, "x", json!({"connector.class": "FileStreamSink", "tasks.max": "0"}));
-    assert!(m.starts_with("Connector configuration is invalid and contains the following 3 error(s):\n"), "{m}");
+    assert!(m.starts_with("Connector configuration is invalid and contains the following 4 error(s):\n"), "{m}");
     for part in ["tasks.max", "\"file\"", "topics"] {
         assert!(m.contains(part), "{part} not named in {m}");
     }
@@ -198,14 +201,15 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     for path in [
         "/connectors/ghost",
         "/connectors/ghost/config",
-        "/connectors/ghost/status",
         "/connectors/ghost/tasks",
-        "/connectors/ghost/tasks/0/status",
         "/connectors/ghost/topics",
         "/connectors/ghost/offsets",
     ] {
         assert_error(w.get(path), 404, ghost);
     }
+    // Statuses have Connect's own wording.
+    assert_error(w.get("/connectors/ghost/status"), 404, "No status found for connector ghost");
+    assert_error(w.get("/connectors/ghost/tasks/0/status"), 404, "No status found for task ghost-0");
     assert_error(w.delete("/connectors/ghost"), 404, ghost);
     assert_error(w.delete("/connectors/ghost/offsets"), 404, ghost);
     for path in ["/connectors/ghost/pause", "/connectors/ghost/resume", "/connectors/ghost/stop", "/connectors/ghost/topics/reset"] {
@@ -248,7 +252,10 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     c["tasks.max"] = json!("abc");
     assert_eq!(
         error_message(w.put("/connectors/canary-src/config", &c), 400),
-        invalid(&["Invalid value abc for configuration tasks.max: Not a number of type INT"])
+        invalid(&[
+            "Invalid value abc for configuration tasks.max: Not a number of type INT",
+            "Invalid value null for configuration tasks.max: Value must be non-null",
+        ])
     );
     assert_eq!(
         error_message(w.patch("/connectors/canary-src/config", &json!({"tasks.max": "0"})), 400),
@@ -260,7 +267,7 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     );
     assert_eq!(
         error_message(w.patch("/connectors/canary-sink/config", &json!({"topics": null})), 400),
-        invalid(&["Must configure one of topics or topics.regex"])
+        invalid(&["Must configure one of topics or topics.regex", "Must configure one of topics or topics.regex"])
     );
     let m = error_message(w.patch("/connectors/canary-sink/config", &json!({"transforms": "mask"})), 400);
     assert!(m.contains("transforms.mask.type"), "a transform alias without a type is named: {m}");
@@ -278,6 +285,36 @@ fn bad_requests_are_named_and_leave_a_running_pipeline_alone() {
     canary.assert_alive(&w, "bad updates of the canary");
 }
 
+/// As Kafka's FileStreamSourceTask: a missing file is waited for (the task runs), any other
+/// reason it cannot be opened (here a path through a regular file) fails the task, so health
+/// checks see the broken pipeline; the task config is the connector's with `task.class`.
+#[test]
+fn a_source_whose_file_cannot_be_opened_fails_but_a_missing_one_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[]);
+    let regular = dir.path().join("regular.txt");
+    std::fs::write(&regular, "x\n").unwrap();
+    create(&w, "through-a-file", &source_config(&regular.join("x"), "t1"));
+    let status = w.wait_for("/connectors/through-a-file/status", crate::rest::TIMEOUT, |code, b| code == 200 && b["tasks"][0]["state"] == "FAILED");
+    let trace = status["tasks"][0]["trace"].as_str().unwrap();
+    assert!(trace.contains("could not open") && trace.contains("Not a directory"), "{trace}");
+    assert!(!trace.contains("Retriable"), "a fatal failure, not a retry: {trace}");
+
+    let missing = dir.path().join("later.txt");
+    create(&w, "waiting", &source_config(&missing, "t2"));
+    status_in(&w, "waiting", "RUNNING", 1);
+    let (code, tasks) = w.get("/connectors/waiting/tasks");
+    assert_eq!(code, 200);
+    assert_eq!(
+        tasks[0]["config"],
+        json!({"connector.class": "FileStreamSource", "file": missing.to_str().unwrap(), "name": "waiting",
+               "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask", "topic": "t2"}),
+        "{tasks}"
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(w.get("/connectors/waiting/status").1["tasks"][0]["state"], "RUNNING", "a missing file is waited for");
+}
+
 #[test]
 fn a_sink_that_cannot_open_its_file_fails_and_runs_once_fixed() {
     let dir = tempfile::tempdir().unwrap();
@@ -289,11 +326,11 @@ fn a_sink_that_cannot_open_its_file_fails_and_runs_once_fixed() {
     let missing = dir.path().join("no-such-dir").join("out.txt");
     create(&w, "broken", &sink_config(&missing, "canary"));
     let status = w.wait_for("/connectors/broken/status", crate::rest::TIMEOUT, |code, b| code == 200 && b["tasks"][0]["state"] == "FAILED");
-    assert_eq!(status["connector"], json!({"state": "RUNNING", "worker_id": wid}), "{status}");
+    assert_eq!(status["connector"], json!({"state": "RUNNING", "worker_id": wid, "version": VERSION}), "{status}");
     let task = &status["tasks"][0];
     let mut keys: Vec<&String> = task.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["id", "state", "trace", "worker_id"], "{task}");
+    assert_eq!(keys, ["id", "state", "trace", "version", "worker_id"], "{task}");
     let trace = task["trace"].as_str().unwrap();
     assert!(trace.contains(missing.to_str().unwrap()), "the trace must name the path: {trace}");
     assert_eq!(w.get("/connectors/broken/tasks/0/status"), (200, task.clone()));
@@ -307,7 +344,7 @@ fn a_sink_that_cannot_open_its_file_fails_and_runs_once_fixed() {
     let (code, body) = w.post_empty("/connectors/broken/restart?includeTasks=true&onlyFailed=true");
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["connector"]["state"], "RUNNING", "{body}");
-    assert_eq!(body["tasks"], json!([{"id": 0, "state": "RESTARTING", "worker_id": wid}]));
+    assert_eq!(body["tasks"], json!([{"id": 0, "state": "RESTARTING", "worker_id": wid, "version": VERSION}]));
     w.wait_for("/connectors/broken/status", crate::rest::TIMEOUT, |_, b| b["tasks"][0]["state"] == "FAILED");
 
     // Fixing the config with PUT brings it up, and it catches up from the topic's start.

@@ -151,6 +151,12 @@ fn worker_info_plugins_validation_and_loggers() {
         ]
     );
     assert_eq!(w.get("/connector-plugins?connectorsOnly=true").1, plugins);
+    // Connect's order: sinks, then sources, each by class name.
+    let order: Vec<(String, String)> =
+        plugins.as_array().unwrap().iter().map(|p| (p["type"].as_str().unwrap().to_owned(), p["class"].as_str().unwrap().to_owned())).collect();
+    let mut want = order.clone();
+    want.sort_by(|a, b| (a.0 != "sink", &a.1).cmp(&(b.0 != "sink", &b.1)));
+    assert_eq!(order, want, "sinks first, then sources, each sorted by class");
     // connectorsOnly=false adds the converters and header converters.
     let (code, all) = w.get("/connector-plugins?connectorsOnly=false");
     assert_eq!(code, 200);
@@ -162,6 +168,11 @@ fn worker_info_plugins_validation_and_loggers() {
         assert!(all.iter().any(|p| p["class"] == class && p["type"] == "converter"), "{class} not listed as a converter: {all:?}");
     }
     assert!(all.iter().any(|p| p["type"] == "header_converter"), "no header converter in {all:?}");
+    let kinds = ["sink", "source", "transformation", "predicate", "converter", "header_converter"];
+    let rank = |p: &Json| (kinds.iter().position(|k| p["type"] == *k).unwrap(), p["class"].as_str().unwrap().to_owned());
+    let mut sorted = all.clone();
+    sorted.sort_by_key(rank);
+    assert_eq!(all, &sorted, "Connect's order: by type, then by class");
     assert!(
         all.iter()
             .all(|p| ["source", "sink", "converter", "header_converter", "transformation", "predicate"]
@@ -198,7 +209,7 @@ fn worker_info_plugins_validation_and_loggers() {
         "group",
         "importance",
         "name",
-        "order",
+        "order_in_group",
         "required",
         "type",
         "width",
@@ -261,13 +272,16 @@ fn worker_info_plugins_validation_and_loggers() {
     // A sink needs topics or topics.regex, not both.
     let (_, infos) = w.put("/connector-plugins/FileStreamSink/config/validate", &json!({"name": "v", "file": "/tmp/out.txt"}));
     assert_eq!(infos["name"], SINK_CLASS);
-    assert_eq!(infos["error_count"], 1, "{infos}");
+    assert_eq!(infos["error_count"], 2, "on both keys, as Connect: {infos}");
     assert_eq!(errors_of(&infos, "topics"), ["Must configure one of topics or topics.regex"]);
+    assert_eq!(errors_of(&infos, "topics.regex"), ["Must configure one of topics or topics.regex"]);
     let (_, infos) = w.put(
         "/connector-plugins/FileStreamSink/config/validate",
         &json!({"name": "v", "file": "/tmp/out.txt", "topics": "a", "topics.regex": "a.*"}),
     );
     assert_eq!(errors_of(&infos, "topics"), ["topics and topics.regex are mutually exclusive options, but both are set."]);
+    assert_eq!(errors_of(&infos, "topics.regex"), ["topics and topics.regex are mutually exclusive options, but both are set."]);
+    assert_eq!(infos["error_count"], 2, "{infos}");
     // The class in the body must be the plugin in the path.
     assert_error(
         w.put("/connector-plugins/FileStreamSink/config/validate", &good),
@@ -366,7 +380,7 @@ fn create_list_read_and_reconfigure_connectors() {
     let (code, names) = w.get("/connectors");
     assert_eq!(code, 200);
     assert_eq!(sorted_strings(&names), ["sink", "src"]);
-    let status = |name: &str, kind: &str| json!({"name": name, "connector": {"state": "RUNNING", "worker_id": wid}, "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid}], "type": kind});
+    let status = |name: &str, kind: &str| json!({"name": name, "connector": {"state": "RUNNING", "worker_id": wid, "version": VERSION}, "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid, "version": VERSION}], "type": kind});
     let info = |name: &str, config: &Json, kind: &str| json!({"name": name, "config": named(config, name), "tasks": [{"connector": name, "task": 0}], "type": kind});
     assert_eq!(w.get("/connectors/src/status"), (200, status("src", "source")));
     assert_eq!(w.get("/connectors/src"), (200, info("src", &src, "source")));
@@ -398,7 +412,7 @@ fn create_list_read_and_reconfigure_connectors() {
     assert_eq!(tasks[0]["id"], json!({"connector": "src", "task": 0}));
     assert_eq!(tasks[0]["config"]["file"], input.to_str().unwrap(), "{}", tasks[0]);
     assert_eq!(tasks[0]["config"]["topic"], "lines", "{}", tasks[0]);
-    assert_eq!(w.get("/connectors/src/tasks/0/status"), (200, json!({"id": 0, "state": "RUNNING", "worker_id": wid})));
+    assert_eq!(w.get("/connectors/src/tasks/0/status"), (200, json!({"id": 0, "state": "RUNNING", "worker_id": wid, "version": VERSION})));
     assert_eq!(w.get("/connectors/src/tasks/7/status").0, 404);
     assert_error(w.get("/connectors/src/tasks/zero/status"), 404, "HTTP 404 Not Found");
 
@@ -438,7 +452,7 @@ fn create_list_read_and_reconfigure_connectors() {
     assert_eq!(body["tasks"], json!([]), "{body}");
     assert_eq!(
         status_in(&w, "stopped", "STOPPED", 0),
-        json!({"name": "stopped", "connector": {"state": "STOPPED", "worker_id": wid}, "tasks": [], "type": "source"})
+        json!({"name": "stopped", "connector": {"state": "STOPPED", "worker_id": wid, "version": VERSION}, "tasks": [], "type": "source"})
     );
     assert_eq!(w.get("/connectors/stopped/tasks"), (200, json!([])));
     // Neither has produced anything.
@@ -482,7 +496,7 @@ fn pause_resume_restart_stop_topics_and_delete() {
     assert_eq!(w.put_empty("/connectors/src/pause"), (202, Json::Null));
     assert_eq!(
         status_in(&w, "src", "PAUSED", 1),
-        json!({"name": "src", "connector": {"state": "PAUSED", "worker_id": wid}, "tasks": [{"id": 0, "state": "PAUSED", "worker_id": wid}], "type": "source"})
+        json!({"name": "src", "connector": {"state": "PAUSED", "worker_id": wid, "version": VERSION}, "tasks": [{"id": 0, "state": "PAUSED", "worker_id": wid, "version": VERSION}], "type": "source"})
     );
     assert_eq!(w.put_empty("/connectors/src/pause"), (202, Json::Null), "pausing twice is fine");
     let during_pause = numbered("b", 0..3);
@@ -501,8 +515,8 @@ fn pause_resume_restart_stop_topics_and_delete() {
     // With its tasks: 202 and the status showing what restarts.
     let restarting = json!({
         "name": "src",
-        "connector": {"state": "RESTARTING", "worker_id": wid},
-        "tasks": [{"id": 0, "state": "RESTARTING", "worker_id": wid}],
+        "connector": {"state": "RESTARTING", "worker_id": wid, "version": VERSION},
+        "tasks": [{"id": 0, "state": "RESTARTING", "worker_id": wid, "version": VERSION}],
         "type": "source",
     });
     assert_eq!(w.post_empty("/connectors/src/restart?includeTasks=true"), (202, restarting));
@@ -510,8 +524,8 @@ fn pause_resume_restart_stop_topics_and_delete() {
     // Only failed ones, when nothing failed: 202 and nothing restarts.
     let running = json!({
         "name": "src",
-        "connector": {"state": "RUNNING", "worker_id": wid},
-        "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid}],
+        "connector": {"state": "RUNNING", "worker_id": wid, "version": VERSION},
+        "tasks": [{"id": 0, "state": "RUNNING", "worker_id": wid, "version": VERSION}],
         "type": "source",
     });
     assert_eq!(w.post_empty("/connectors/src/restart?includeTasks=true&onlyFailed=true"), (202, running.clone()));
@@ -542,7 +556,7 @@ fn pause_resume_restart_stop_topics_and_delete() {
 
     // Stop: 204, STOPPED with no tasks at all.
     assert_eq!(w.put_empty("/connectors/src/stop"), (204, Json::Null));
-    let stopped = json!({"name": "src", "connector": {"state": "STOPPED", "worker_id": wid}, "tasks": [], "type": "source"});
+    let stopped = json!({"name": "src", "connector": {"state": "STOPPED", "worker_id": wid, "version": VERSION}, "tasks": [], "type": "source"});
     assert_eq!(status_in(&w, "src", "STOPPED", 0), stopped);
     assert_eq!(w.get("/connectors/src").1["tasks"], json!([]));
     assert_eq!(w.get("/connectors/src/tasks"), (200, json!([])));
@@ -562,7 +576,7 @@ fn pause_resume_restart_stop_topics_and_delete() {
     // Delete: 204, then 404 everywhere; the other connector keeps running.
     assert_eq!(w.delete("/connectors/src"), (204, Json::Null));
     assert_error(w.get("/connectors/src"), 404, "Connector src not found");
-    assert_error(w.get("/connectors/src/status"), 404, "Connector src not found");
+    assert_error(w.get("/connectors/src/status"), 404, "No status found for connector src");
     assert_error(w.delete("/connectors/src"), 404, "Connector src not found");
     assert_eq!(w.get("/connectors"), (200, json!(["sink"])));
     w.wait_running("sink", 1);

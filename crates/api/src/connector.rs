@@ -227,6 +227,9 @@ pub struct ConnectorPlugin {
     pub aliases: &'static [&'static str],
     pub kind: ConnectorKind,
     pub version: &'static str,
+    /// The Java class of its tasks, as Kafka Connect puts it in every task config
+    /// (`task.class`).
+    pub task_class: &'static str,
     pub create: fn() -> Box<dyn Connector>,
 }
 

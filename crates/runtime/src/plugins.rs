@@ -27,33 +27,24 @@ impl Plugins {
         self.connectors.iter().map(|p| p.class).collect()
     }
 
+    /// Kafka Connect's order: sink connectors, source connectors, transformations, predicates,
+    /// converters, header converters, each sorted by class name.
     pub fn list(&self, connectors_only: bool) -> Vec<PluginInfo> {
-        let mut out: Vec<PluginInfo> = self
-            .connectors
-            .iter()
-            .map(|p| PluginInfo { class: p.class.to_owned(), kind: p.kind.name().to_owned(), version: p.version.to_owned() })
-            .collect();
+        let info = |class: &str, kind: &str, version: &str| PluginInfo { class: class.to_owned(), kind: kind.to_owned(), version: version.to_owned() };
+        let sorted = |mut group: Vec<PluginInfo>| {
+            group.sort_by(|a, b| a.class.cmp(&b.class));
+            group
+        };
+        let connectors = |kind: sluice_api::ConnectorKind| {
+            sorted(self.connectors.iter().filter(|p| p.kind == kind).map(|p| info(p.class, p.kind.name(), p.version)).collect())
+        };
+        let mut out = connectors(sluice_api::ConnectorKind::Sink);
+        out.extend(connectors(sluice_api::ConnectorKind::Source));
         if !connectors_only {
-            out.extend(convert::converters().iter().map(|c| PluginInfo {
-                class: c.class.to_owned(),
-                kind: "converter".to_owned(),
-                version: VERSION.to_owned(),
-            }));
-            out.extend(convert::header_converters().iter().map(|c| PluginInfo {
-                class: c.class.to_owned(),
-                kind: "header_converter".to_owned(),
-                version: VERSION.to_owned(),
-            }));
-            out.extend(transform::transforms().iter().map(|t| PluginInfo {
-                class: t.class.to_owned(),
-                kind: "transformation".to_owned(),
-                version: VERSION.to_owned(),
-            }));
-            out.extend(transform::predicates().iter().map(|p| PluginInfo {
-                class: p.class.to_owned(),
-                kind: "predicate".to_owned(),
-                version: VERSION.to_owned(),
-            }));
+            out.extend(sorted(transform::transforms().iter().map(|t| info(t.class, "transformation", VERSION)).collect()));
+            out.extend(sorted(transform::predicates().iter().map(|p| info(p.class, "predicate", VERSION)).collect()));
+            out.extend(sorted(convert::converters().iter().map(|c| info(c.class, "converter", VERSION)).collect()));
+            out.extend(sorted(convert::header_converters().iter().map(|c| info(c.class, "header_converter", VERSION)).collect()));
         }
         out
     }

@@ -17,6 +17,7 @@ pub const CLASS: &str = "io.confluent.kafka.connect.datagen.DatagenConnector";
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "io.confluent.kafka.connect.datagen.DatagenTask",
         aliases: &["datagen", "DatagenConnector"],
         kind: ConnectorKind::Source,
         version: env!("CARGO_PKG_VERSION"),

@@ -13,6 +13,7 @@ pub const CLASS: &str = "sluice.connect.DiscardSinkConnector";
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "sluice.connect.DiscardSinkTask",
         aliases: &["discard", "DiscardSink", "DiscardSinkConnector"],
         kind: ConnectorKind::Sink,
         version: env!("CARGO_PKG_VERSION"),

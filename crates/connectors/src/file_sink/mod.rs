@@ -14,6 +14,7 @@ pub const CLASS: &str = "org.apache.kafka.connect.file.FileStreamSinkConnector";
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "org.apache.kafka.connect.file.FileStreamSinkTask",
         aliases: &["FileStreamSink", "FileStreamSinkConnector"],
         kind: ConnectorKind::Sink,
         version: env!("CARGO_PKG_VERSION"),

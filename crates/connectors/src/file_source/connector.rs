@@ -23,10 +23,10 @@ impl Connector for FileSourceConnector {
         Ok(())
     }
 
-    /// One task: a file has one reader.
+    /// One task: a file has one reader. Its config is the connector's, as Kafka 4's
+    /// FileStreamSourceConnector gives it.
     async fn task_configs(&mut self, _max_tasks: usize) -> ConnectResult<Vec<Props>> {
-        let keep = [config::FILE, config::TOPIC, config::BATCH_SIZE];
-        Ok(vec![self.props.iter().filter(|(k, _)| keep.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()])
+        Ok(vec![self.props.clone()])
     }
 
     async fn stop(&mut self) -> ConnectResult<()> {

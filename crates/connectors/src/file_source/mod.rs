@@ -16,6 +16,7 @@ pub const CLASS: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "org.apache.kafka.connect.file.FileStreamSourceTask",
         aliases: &["FileStreamSource", "FileStreamSourceConnector"],
         kind: ConnectorKind::Source,
         version: env!("CARGO_PKG_VERSION"),

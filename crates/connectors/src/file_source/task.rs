@@ -47,7 +47,9 @@ impl FileSourceTask {
                 }
                 Ok(false)
             }
-            Err(e) => Err(ConnectError::retriable_from(format!("could not open {path}"), e)),
+            // As Kafka's FileStreamSourceTask: only a missing file is waited for; any other
+            // reason (permission denied, a path through a regular file) fails the task.
+            Err(e) => Err(ConnectError::fatal_from(format!("could not open {path}"), e)),
         }
     }
 

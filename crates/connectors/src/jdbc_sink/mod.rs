@@ -56,12 +56,16 @@ pub const CONFLUENT_ALIASES: &[&str] = &["jdbc-sink"];
 pub const DEBEZIUM_ALIASES: &[&str] = &["debezium-jdbc-sink"];
 
 pub fn plugins() -> [ConnectorPlugin; 2] {
-    let plugin = |class, aliases| ConnectorPlugin {
+    let plugin = |class, task_class, aliases| ConnectorPlugin {
         class,
+        task_class,
         aliases,
         kind: ConnectorKind::Sink,
         version: env!("CARGO_PKG_VERSION"),
         create: || Box::new(connector::JdbcSinkConnector::default()),
     };
-    [plugin(CONFLUENT_CLASS, CONFLUENT_ALIASES), plugin(DEBEZIUM_CLASS, DEBEZIUM_ALIASES)]
+    [
+        plugin(CONFLUENT_CLASS, "io.confluent.connect.jdbc.sink.JdbcSinkTask", CONFLUENT_ALIASES),
+        plugin(DEBEZIUM_CLASS, "io.debezium.connector.jdbc.JdbcSinkConnectorTask", DEBEZIUM_ALIASES),
+    ]
 }

@@ -95,6 +95,7 @@ pub const CLASS: &str = "io.debezium.connector.postgresql.PostgresConnector";
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "io.debezium.connector.postgresql.PostgresConnectorTask",
         aliases: &["postgres", "PostgresConnector"],
         kind: ConnectorKind::Source,
         version: env!("CARGO_PKG_VERSION"),

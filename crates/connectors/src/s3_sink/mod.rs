@@ -71,6 +71,7 @@ pub const CLASS: &str = "io.confluent.connect.s3.S3SinkConnector";
 pub fn plugin() -> ConnectorPlugin {
     ConnectorPlugin {
         class: CLASS,
+        task_class: "io.confluent.connect.s3.S3SinkTask",
         aliases: &["s3", "S3SinkConnector"],
         kind: ConnectorKind::Sink,
         version: env!("CARGO_PKG_VERSION"),

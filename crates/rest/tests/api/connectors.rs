@@ -205,7 +205,7 @@ async fn status_shape() {
     let r = app.get("/connectors/a/status").await;
     assert_eq!(
         r.json["connector"],
-        json!({"state": "FAILED", "worker_id": "127.0.0.1:8083", "trace": "java.lang.Oops: it broke\n\tat here"})
+        json!({"state": "FAILED", "worker_id": "127.0.0.1:8083", "version": "0.1.0", "trace": "java.lang.Oops: it broke\n\tat here"})
     );
 }
 

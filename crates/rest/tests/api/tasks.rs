@@ -19,7 +19,7 @@ async fn task_status_and_restart() {
     app.create("a").await;
     let r = app.get("/connectors/a/tasks/0/status").await;
     assert_eq!(r.status, 200);
-    assert_eq!(r.json, json!({"id": 0, "state": "RUNNING", "worker_id": "127.0.0.1:8083"}));
+    assert_eq!(r.json, json!({"id": 0, "state": "RUNNING", "worker_id": "127.0.0.1:8083", "version": "0.1.0"}));
 
     app.call("POST", "/connectors/a/tasks/0/restart", None).await.assert_empty(204);
     assert_eq!(app.herder.take_calls(), [Call::RestartTask(ConnectorTaskId { connector: "a".into(), task: 0 })]);

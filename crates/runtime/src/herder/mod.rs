@@ -69,6 +69,10 @@ pub struct ConnectorInfo {
 pub struct StateInfo {
     pub state: State,
     pub worker_id: String,
+    /// The plugin's version, as Connect 4 shows it in REST answers (KIP-891); set when the
+    /// herder answers, not stored in the status topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     #[serde(skip_serializing_if = "trace_is_empty")]
     pub trace: Option<String>,
 }
@@ -293,4 +297,5 @@ impl Units {
 #[cfg(feature = "kafka")]
 pub mod group;
 pub mod standalone;
+mod task_configs;
 pub mod validate;

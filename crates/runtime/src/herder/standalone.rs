@@ -306,7 +306,7 @@ impl StandaloneHerder {
     }
 
     fn state(&self, state: State, trace: Option<String>) -> StateInfo {
-        StateInfo { state, trace, worker_id: self.worker_id.clone() }
+        StateInfo { state, trace, worker_id: self.worker_id.clone(), version: None }
     }
 
     /// The connector config with providers resolved, for running it (never stored).
@@ -358,7 +358,7 @@ impl StandaloneHerder {
         let Some(instance) = entry.instance.as_mut() else { return };
         let max = entry.state.config.get("tasks.max").and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(1);
         let generated = match instance.task_configs(max).await {
-            Ok(t) => t,
+            Ok(t) => super::task_configs::with_worker_keys(t, &entry.plugin, &entry.state.config),
             Err(e) => {
                 self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
                 return;
@@ -415,7 +415,7 @@ impl StandaloneHerder {
             let status = status.clone();
             let id = id.clone();
             let worker_id = worker_id.clone();
-            move |trace: String| status.put_task(&id, StateInfo { state: State::Failed, trace: Some(trace), worker_id: worker_id.clone() })
+            move |trace: String| status.put_task(&id, StateInfo { state: State::Failed, trace: Some(trace), worker_id: worker_id.clone(), version: None })
         };
         let prepared = self.prepare_task(entry, &id);
         let runner = match prepared {
@@ -426,7 +426,7 @@ impl StandaloneHerder {
             }
         };
         let initial = if *entry.target_tx.borrow() == TargetState::Started { State::Running } else { State::Paused };
-        status.put_task(&id, StateInfo { state: initial, trace: None, worker_id });
+        status.put_task(&id, StateInfo { state: initial, trace: None, worker_id, version: None });
         let token = shutdown.clone();
         let join = tokio::spawn(async move {
             let result = match create_dead_letter_topic(runner.dead_letter_queue()).await {
@@ -474,7 +474,7 @@ impl StandaloneHerder {
                     TaskState::Paused => (State::Paused, None),
                     TaskState::Retrying(trace) => (State::Running, Some(trace)),
                 };
-                status.put_task(&id, StateInfo { state, trace, worker_id: worker_id.clone() });
+                status.put_task(&id, StateInfo { state, trace, worker_id: worker_id.clone(), version: None });
             })
         };
         Ok(match instance.create_task() {
@@ -619,10 +619,12 @@ impl StandaloneHerder {
 
     fn status_of(&self, name: &str, entry: &Entry) -> ConnectorStateInfo {
         let connector = self.status.connector(name).unwrap_or_else(|| self.state(State::Unassigned, None));
+        let connector = with_version(connector, &entry.plugin);
         let tasks = (0..entry.state.tasks.len() as u32)
             .map(|task| {
                 let id = ConnectorTaskId { connector: name.to_owned(), task };
-                TaskStateInfo { id: task, state: self.status.task(&id).unwrap_or_else(|| self.state(State::Unassigned, None)) }
+                let state = self.status.task(&id).unwrap_or_else(|| self.state(State::Unassigned, None));
+                TaskStateInfo { id: task, state: with_version(state, &entry.plugin) }
             })
             .collect();
         ConnectorStateInfo { name: name.to_owned(), connector, tasks, kind: entry.plugin.kind }
@@ -1161,18 +1163,20 @@ impl Herder for StandaloneHerder {
 
     async fn connector_status(&self, name: &str) -> HerderResult<ConnectorStateInfo> {
         let entries = self.entries.lock().await;
-        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        let entry = entries.get(name).ok_or_else(|| HerderError::NotFound(format!("No status found for connector {name}")))?;
         Ok(self.status_of(name, entry))
     }
 
     async fn task_status(&self, id: &ConnectorTaskId) -> HerderResult<TaskStateInfo> {
         let entries = self.entries.lock().await;
-        let entry = entries.get(&id.connector).ok_or_else(|| HerderError::connector_not_found(&id.connector))?;
+        let entry = entries
+            .get(&id.connector)
+            .ok_or_else(|| HerderError::NotFound(format!("No status found for task {}-{}", id.connector, id.task)))?;
         if id.task as usize >= entry.state.tasks.len() {
             return Err(HerderError::NotFound(format!("No status found for task {}-{}", id.connector, id.task)));
         }
         let state = self.status.task(id).unwrap_or_else(|| self.state(State::Unassigned, None));
-        Ok(TaskStateInfo { id: id.task, state })
+        Ok(TaskStateInfo { id: id.task, state: with_version(state, &entry.plugin) })
     }
 
     async fn task_configs(&self, name: &str) -> HerderResult<Vec<TaskInfo>> {
@@ -1377,3 +1381,8 @@ impl Herder for StandaloneHerder {
         Ok(infos)
     }
 }
+/// A status as the REST API shows it: with the plugin's version (Connect 4's `version`).
+fn with_version(state: StateInfo, plugin: &ConnectorPlugin) -> StateInfo {
+    StateInfo { version: Some(plugin.version.to_owned()), ..state }
+}
+

@@ -185,6 +185,7 @@ fn apply_status(board: &mut Board, key: &str, value: Option<&Json>) {
             state,
             trace: v.get("trace").and_then(Json::as_str).map(str::to_owned),
             worker_id: v.get("worker_id").and_then(Json::as_str).unwrap_or_default().to_owned(),
+            version: None,
         })
     };
     if let Some(name) = key.strip_prefix("status-connector-") {
@@ -210,7 +211,7 @@ mod tests {
 
     #[test]
     fn status_record_matches_connect() {
-        let s = StateInfo { state: State::Failed, trace: Some("boom".into()), worker_id: "h:1".into() };
+        let s = StateInfo { state: State::Failed, trace: Some("boom".into()), worker_id: "h:1".into(), version: None };
         assert_eq!(StatusStore::status_json(&s, 3).to_string(), r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":3}"#);
         let mut board = Board::default();
         apply_status(&mut board, "status-task-my-conn-2", Some(&StatusStore::status_json(&s, 3)));

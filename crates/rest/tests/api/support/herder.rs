@@ -15,6 +15,7 @@ use sluice_runtime::herder::{
 };
 
 pub const WORKER_ID: &str = "127.0.0.1:8083";
+pub const PLUGIN_VERSION: &str = "0.1.0";
 pub const SOURCE_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
 pub const SINK_CLASS: &str = "org.apache.kafka.connect.file.FileStreamSinkConnector";
 
@@ -81,14 +82,14 @@ impl MemoryHerder {
         };
         let failed = c.config.get("fail").is_some_and(|v| v == "true");
         let connector = if failed {
-            StateInfo { state: State::Failed, worker_id: WORKER_ID.into(), trace: Some("java.lang.Oops: it broke\n\tat here".into()) }
+            StateInfo { state: State::Failed, worker_id: WORKER_ID.into(), version: Some(PLUGIN_VERSION.into()), trace: Some("java.lang.Oops: it broke\n\tat here".into()) }
         } else {
-            StateInfo { state, worker_id: WORKER_ID.into(), trace: None }
+            StateInfo { state, worker_id: WORKER_ID.into(), version: Some(PLUGIN_VERSION.into()), trace: None }
         };
         let tasks = Self::info(name, c)
             .tasks
             .iter()
-            .map(|t| TaskStateInfo { id: t.task, state: StateInfo { state, worker_id: WORKER_ID.into(), trace: Some(String::new()) } })
+            .map(|t| TaskStateInfo { id: t.task, state: StateInfo { state, worker_id: WORKER_ID.into(), version: Some(PLUGIN_VERSION.into()), trace: Some(String::new()) } })
             .collect();
         ConnectorStateInfo { name: name.to_owned(), connector, tasks, kind: kind(&c.config) }
     }
