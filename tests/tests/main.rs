@@ -16,6 +16,7 @@ mod postgres;
 mod postgres_features;
 mod postgres_incremental;
 mod rest;
+mod rest_golden;
 mod s3;
 mod secrets;
 mod tls;
