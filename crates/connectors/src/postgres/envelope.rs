@@ -1,7 +1,7 @@
 //! Debezium's record shape: topic `<prefix>.<schema>.<table>`, a key struct of the primary
-//! key columns (`…Key`), and the change envelope (`…Envelope`) with `before`/`after`
-//! (`…Value`), `source` (`io.debezium.connector.postgresql.Source`), `op`, `ts_ms` and
-//! `transaction`.
+//! key columns (`…Key`), and the change envelope (`…Envelope`, version 2, Debezium 3's field
+//! order): `before`/`after` (`…Value`), `source` (`io.debezium.connector.postgresql.Source`),
+//! `transaction`, `op`, `ts_ms`, `ts_us`, `ts_ns`.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,6 +16,11 @@ use super::mapping::{self, Modes, PgType};
 pub const SOURCE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Source";
 pub const CONNECTOR_NAME: &str = "postgresql";
 const SNAPSHOT_VALUES: &str = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental";
+
+/// The wall clock in nanoseconds since the epoch (the envelope's `ts_ns`).
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(0)
+}
 
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
@@ -40,11 +45,16 @@ pub fn source_schema() -> SchemaRef {
         ),
         ("db", s(Schema::string())),
         ("sequence", s(Schema::string().optional())),
+        ("ts_us", s(Schema::int64().optional())),
+        ("ts_ns", s(Schema::int64().optional())),
         ("schema", s(Schema::string())),
         ("table", s(Schema::string())),
         ("txId", s(Schema::int64().optional())),
         ("lsn", s(Schema::int64().optional())),
         ("xmin", s(Schema::int64().optional())),
+        // Replication origins are not read: always null.
+        ("origin", s(Schema::string().optional())),
+        ("origin_lsn", s(Schema::int64().optional())),
     ])
     .named(SOURCE_SCHEMA_NAME)
     .into_ref()
@@ -152,12 +162,14 @@ impl TableSchema {
             ("before", value_schema.clone()),
             ("after", value_schema.clone()),
             ("source", source.clone()),
+            ("transaction", super::transaction::block_schema()),
             ("op", Schema::string().into_ref()),
             ("ts_ms", Schema::int64().optional().into_ref()),
-            ("transaction", super::transaction::block_schema()),
+            ("ts_us", Schema::int64().optional().into_ref()),
+            ("ts_ns", Schema::int64().optional().into_ref()),
         ])
         .named(format!("{base}.Envelope"))
-        .with_version(1)
+        .with_version(2)
         .into_ref();
         let source_template = vec![
             Value::String(env!("CARGO_PKG_VERSION").to_owned()),
@@ -167,8 +179,12 @@ impl TableSchema {
             Value::Null,
             Value::String(db.to_owned()),
             Value::Null,
+            Value::Null,
+            Value::Null,
             Value::String(id.schema.clone()),
             Value::String(id.table.clone()),
+            Value::Null,
+            Value::Null,
             Value::Null,
             Value::Null,
             Value::Null,
@@ -231,8 +247,11 @@ impl TableSchema {
         values[3] = Value::Int64(info.ts_ms);
         values[4] = Value::String(info.snapshot.to_owned());
         values[6] = info.sequence.clone().map_or(Value::Null, Value::String);
-        values[9] = info.tx_id.map_or(Value::Null, Value::Int64);
-        values[10] = info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64));
+        // The source time is known to the millisecond (commit time, or the snapshot's clock).
+        values[7] = Value::Int64(info.ts_ms.saturating_mul(1_000));
+        values[8] = Value::Int64(info.ts_ms.saturating_mul(1_000_000));
+        values[11] = info.tx_id.map_or(Value::Null, Value::Int64);
+        values[12] = info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64));
         Value::Struct(Struct::from_values(source_schema.clone(), values))
     }
 
@@ -250,15 +269,18 @@ impl TableSchema {
         offset: SourceOffset,
     ) -> SourceRecord {
         let key = if after.value.is_null() { before.key } else { after.key };
+        let now = now_ns();
         let envelope = Struct::from_values(
             self.envelope_schema.clone(),
             vec![
                 before.value,
                 after.value,
                 self.source(info, source_schema),
-                Value::String(op.to_string()),
-                Value::Int64(now_ms()),
                 Value::Null,
+                Value::String(op.to_string()),
+                Value::Int64(now.div_euclid(1_000_000)),
+                Value::Int64(now.div_euclid(1_000)),
+                Value::Int64(now),
             ],
         );
         SourceRecord {
@@ -398,6 +420,26 @@ mod tests {
         let source = env.get("source").unwrap().as_struct().unwrap();
         assert_eq!(source.get("connector"), Some(&Value::String("postgresql".into())));
         assert_eq!(source.get("txId"), Some(&Value::Int64(9)));
+        assert_eq!(source.get("lsn"), Some(&Value::Int64(10)));
+        assert_eq!(source.get("ts_us"), Some(&Value::Int64(1_000)));
+        assert_eq!(source.get("ts_ns"), Some(&Value::Int64(1_000_000)));
+        assert_eq!(source.get("origin"), Some(&Value::Null));
+        // Debezium 3.6's field order and envelope version.
+        let names = |s: &Schema| s.fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(env.schema()), ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]);
+        assert_eq!(env.schema().version, Some(2));
+        assert_eq!(
+            names(source.schema()),
+            [
+                "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns", "schema", "table", "txId",
+                "lsn", "xmin", "origin", "origin_lsn"
+            ]
+        );
+        let (Some(Value::Int64(ms)), Some(Value::Int64(us)), Some(Value::Int64(ns))) = (env.get("ts_ms"), env.get("ts_us"), env.get("ts_ns"))
+        else {
+            panic!("{env:?}")
+        };
+        assert!(*ms == us / 1_000 && *us == ns / 1_000 && *ms > 1_600_000_000_000, "one instant in three units");
     }
 
     #[test]
@@ -487,7 +529,7 @@ mod tests {
         let Some(Value::Struct(amount)) = row.get("amount") else { panic!("{row:?}") };
         assert!(field("amount").optional);
         assert_eq!(amount.schema(), &field("amount"), "the struct's own schema is its field's");
-        assert_eq!(amount.get("scale"), Some(&Value::Int32(2)));
+        assert_eq!(amount.get("scale"), Some(&Value::Int32(1)), "1.50 without its trailing zero, as Debezium");
         let Some(Value::Array(items)) = row.get("amounts") else { panic!("{row:?}") };
         let Value::Struct(first) = &items[0] else { panic!("{items:?}") };
         assert_eq!(Some(first.schema()), field("amounts").value_schema.as_ref());
