@@ -124,6 +124,9 @@ struct Txn {
 pub struct Handed {
     pub resume: Lsn,
     pub skip: Option<Skip>,
+    /// The commit LSN of the newest transaction handed out (a stored offset's
+    /// `lsn_commit`); `None` after a fresh start, where Debezium's `sequence` begins with null.
+    pub last_commit: Option<Lsn>,
 }
 
 /// What one [`Stream::poll_batch`] read.
@@ -154,7 +157,7 @@ pub struct Stream {
     signal: Option<(u32, [usize; 3])>,
     txn: Option<Txn>,
     skip: Option<Skip>,
-    last_commit_lsn: Lsn,
+    last_commit_lsn: Option<Lsn>,
     last_heartbeat: Instant,
     heartbeat_lsn: Lsn,
     /// The position of the newest change record handed out without one (see [`Tail`]).
@@ -190,7 +193,7 @@ impl Stream {
             signal: None,
             txn: None,
             skip: handed.skip,
-            last_commit_lsn: handed.resume,
+            last_commit_lsn: handed.last_commit,
             last_heartbeat: Instant::now(),
             heartbeat_lsn: handed.resume,
             tail: None,
@@ -250,7 +253,7 @@ impl Stream {
                     self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec, seq: 0, counts });
                 }
                 ReplicationEvent::Commit { lsn, end_lsn, .. } => {
-                    self.last_commit_lsn = lsn;
+                    self.last_commit_lsn = Some(lsn);
                     if let (Some(topic), Some(txn)) = (&ctx.cfg.transaction_topic, self.txn.take()) {
                         let counts = txn.counts.unwrap_or_default();
                         if counts.begin_pending {
@@ -259,7 +262,7 @@ impl Stream {
                         }
                         let offset = transaction_end_offset(end_lsn, i64::from(txn.xid), txn.ts_usec);
                         out.push(topic.end(&counts, end_lsn, ctx.partition, offset));
-                        *handed = Handed { resume: end_lsn, skip: None };
+                        *handed = Handed { resume: end_lsn, skip: None, last_commit: Some(lsn) };
                     }
                     self.txn = None;
                     if self.skip.is_some_and(|s| s.commit_lsn <= lsn) {
@@ -283,7 +286,7 @@ impl Stream {
                     {
                         self.heartbeat_lsn = wal_end;
                         self.last_heartbeat = Instant::now();
-                        *handed = Handed { resume: wal_end, skip: None };
+                        *handed = Handed { resume: wal_end, skip: None, last_commit: handed.last_commit };
                         out.push(heartbeat(ctx, wal_end));
                     }
                 }
@@ -380,7 +383,7 @@ impl Stream {
             if counts.begin_pending {
                 counts.begin_pending = false;
                 out.push(topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
-                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: 0 }) };
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: 0 }), last_commit: handed.last_commit };
             }
         } else if durable_already {
             return Ok(());
@@ -510,19 +513,24 @@ impl Stream {
             out.extend(reads);
         }
         // Even a change that produced no record is processed: a reconnect skips it too.
-        *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }) };
+        *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }), last_commit: handed.last_commit };
         Ok(())
     }
 }
 
-/// Debezium's `source.sequence`: `["<last commit lsn>","<lsn>"]` (without `format!`: this is
-/// built for every change).
-fn sequence(last_commit: Lsn, lsn: Lsn) -> String {
+/// Debezium's `source.sequence`: `["<last commit lsn>","<lsn>"]`, `[null,"<lsn>"]` before
+/// the first commit after a fresh start (without `format!`: this is built for every change).
+fn sequence(last_commit: Option<Lsn>, lsn: Lsn) -> String {
     let mut b = itoa::Buffer::new();
     let mut s = String::with_capacity(48);
-    s.push_str("[\"");
-    s.push_str(b.format(last_commit.0));
-    s.push_str("\",\"");
+    match last_commit {
+        Some(c) => {
+            s.push_str("[\"");
+            s.push_str(b.format(c.0));
+            s.push_str("\",\"");
+        }
+        None => s.push_str("[null,\""),
+    }
     s.push_str(b.format(lsn.0));
     s.push_str("\"]");
     s
@@ -561,7 +569,8 @@ mod sequence_tests {
 
     #[test]
     fn sequence_is_debeziums_pair_of_quoted_lsns() {
-        assert_eq!(sequence(Lsn(22_910_000), Lsn(22_910_216)), r#"["22910000","22910216"]"#);
-        assert_eq!(sequence(Lsn(0), Lsn(u64::MAX)), format!(r#"["0","{}"]"#, u64::MAX));
+        assert_eq!(sequence(Some(Lsn(22_910_000)), Lsn(22_910_216)), r#"["22910000","22910216"]"#);
+        assert_eq!(sequence(Some(Lsn(0)), Lsn(u64::MAX)), format!(r#"["0","{}"]"#, u64::MAX));
+        assert_eq!(sequence(None, Lsn(22_910_216)), r#"[null,"22910216"]"#);
     }
 }

@@ -185,7 +185,7 @@ impl Running {
                     started_at,
                     handed: None,
                 })),
-                Handed { resume: lsn, skip },
+                Handed { resume: lsn, skip, last_commit: streaming_from.and_then(|o| o.lsn_commit) },
             )
         } else {
             let from = match (streaming_from, slot_lsn) {
@@ -195,7 +195,7 @@ impl Running {
             };
             (
                 if then_stream { Phase::Streaming } else { Phase::Done },
-                Handed { resume: from, skip: streaming_from.and_then(StoredOffset::skip) },
+                Handed { resume: from, skip: streaming_from.and_then(StoredOffset::skip), last_commit: streaming_from.and_then(|o| o.lsn_commit) },
             )
         };
         Ok(Self {

@@ -163,6 +163,13 @@ fn field<'a>(r: &'a SourceRecord, side: &str, name: &str) -> &'a Value {
     envelope(r).get(side).and_then(Value::as_struct).and_then(|s| s.get(name)).unwrap_or(&Value::Null)
 }
 
+/// `source.sequence` as its two LSNs (`[last commit, this change]`, either may be null).
+fn sequence(r: &SourceRecord) -> Vec<Option<String>> {
+    let s = envelope(r).get("source").and_then(Value::as_struct).and_then(|s| s.get("sequence")).cloned();
+    let Some(Value::String(s)) = s else { panic!("no sequence: {s:?}") };
+    serde_json::from_str(&s).unwrap()
+}
+
 fn partition() -> SourcePartition {
     let mut p = SourcePartition::new();
     p.insert("server".into(), serde_json::json!("srv"));
@@ -322,6 +329,10 @@ async fn types_round_trip_in_snapshot_and_stream() {
     assert_eq!(field(&all[2], "after", "big"), &Value::String("__debezium_unavailable_value".into()));
     // REPLICA IDENTITY DEFAULT: an update without a key change has no before.
     assert_eq!(envelope(&all[2]).get("before"), Some(&Value::Null));
+    // source.sequence: no commit seen yet after a fresh start, as Debezium ([null,"<lsn>"]).
+    let first = sequence(&all[1]);
+    assert_eq!(first[0], None, "{first:?}");
+    assert_eq!(first[1].as_deref().map(|l| Value::Int64(l.parse().unwrap())), envelope(&all[1]).get("source").and_then(Value::as_struct).and_then(|s| s.get("lsn")).cloned());
 
     // Schemas carry Debezium's semantic names.
     let after = all[0].value_schema.as_ref().unwrap().field("after").unwrap().schema.clone();
@@ -479,6 +490,10 @@ async fn restart_from_committed_offset_continues_exactly_after_it_and_confirms_t
     drain(&mut task, &mut all, Duration::from_secs(30), |a| a.len() >= 100).await;
     let ids: Vec<i64> = all.iter().map(|r| field(r, "after", "id").as_i64().unwrap()).collect();
     assert_eq!(ids, (1..=100).collect::<Vec<_>>());
+    // source.sequence names the newest commit before each change: none yet after a fresh
+    // start, then the first transaction's.
+    assert_eq!(sequence(&all[0])[0], None);
+    assert_eq!(sequence(&all[10])[0], Some(all[0].source_offset["lsn_commit"].as_u64().unwrap().to_string()));
 
     // The runtime made records up to #35 (mid-transaction) durable.
     let committed = all[34].source_offset.clone();
@@ -507,6 +522,8 @@ async fn restart_from_committed_offset_continues_exactly_after_it_and_confirms_t
     drain(&mut task, &mut again, Duration::from_secs(30), |a| a.len() >= 66).await;
     let ids: Vec<i64> = again.iter().map(|r| field(r, "after", "id").as_i64().unwrap()).collect();
     assert_eq!(ids, (36..=101).collect::<Vec<_>>(), "continues exactly after the committed record");
+    // Resumed, the sequence starts from the stored offset's commit, as Debezium's.
+    assert_eq!(sequence(&again[0])[0], Some(want.to_string()));
     task.stop().await.unwrap();
 }
 
