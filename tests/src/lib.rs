@@ -89,8 +89,9 @@ impl Worker {
                     self.port,
                     self.dir.join("data").display()
                 );
+                // `{port}` in a value is the worker's REST port (a later key wins).
                 for (k, v) in props {
-                    text.push_str(&format!("{k}={v}\n"));
+                    text.push_str(&format!("{k}={}\n", v.replace("{port}", &self.port.to_string())));
                 }
                 let file = self.dir.join("worker.properties");
                 std::fs::write(&file, text).expect("write worker.properties");

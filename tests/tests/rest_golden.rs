@@ -106,3 +106,33 @@ fn validate_definitions_have_connects_fields_in_connects_order() {
         }
     }
 }
+
+/// A listener without a host, as Connect's default `http://:8083`: one socket for IPv6 and
+/// IPv4, and the worker advertised at the address the host name resolves to (Connect's
+/// `InetAddress.getLocalHost()`), recorded in `listeners_no_host.json`.
+#[test]
+fn a_listener_without_a_host_takes_ipv4_and_ipv6_and_advertises_the_host_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("listeners", "http://:{port}")]);
+    let input = dir.path().join("in.txt");
+    create(&w, "x", &json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}));
+    let status = status_in(&w, "x", "RUNNING", 1);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let resolved: Vec<std::net::IpAddr> =
+        std::net::ToSocketAddrs::to_socket_addrs(&(host.trim(), 0)).map(|a| a.map(|s| s.ip()).collect()).unwrap_or_default();
+    let want = resolved.iter().find(|a| a.is_ipv4()).or(resolved.first()).map_or("127.0.0.1".to_owned(), ToString::to_string);
+    assert_eq!(status["connector"]["worker_id"], json!(format!("{want}:{}", w.port)), "{status}");
+    // Where Connect's worker accepted connections, sluice's does too.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/rest/connect-4.3/listeners_no_host.json");
+    let doc: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let accepts = doc["listening_sockets"]["accepts_on"].as_object().unwrap();
+    assert_eq!(accepts.len(), 2);
+    for (ip, accepted) in accepts {
+        let ip: std::net::IpAddr = ip.parse().unwrap();
+        let ours = std::net::TcpStream::connect((ip, w.port)).is_ok();
+        assert_eq!(ours, accepted.as_bool().unwrap(), "connecting to {ip}");
+    }
+    let theirs = recorded("listeners_no_host.json");
+    let status = theirs.iter().find(|e| e["request"]["path"] == "/connectors/nohost/status").unwrap();
+    assert_eq!(shape(&status["body"]), shape(&w.get("/connectors/x/status").1));
+}

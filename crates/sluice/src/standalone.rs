@@ -99,8 +99,8 @@ async fn run(
     }
     .context("cannot read the internal topics")?;
 
-    let addr = format!("{}:{}", worker.rest_host, worker.rest_port);
-    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = rest_listener(&worker.rest_host, worker.rest_port).await?;
+    let addr = listener.local_addr().map_or_else(|_| format!("{}:{}", worker.rest_host, worker.rest_port), |a| a.to_string());
     let shutdown = CancellationToken::new();
     let state = sluice_rest::RestState {
         herder: herder.clone() as Arc<dyn Herder>,
@@ -219,4 +219,32 @@ async fn wait_for_signal() {
         _ = term.recv() => tracing::info!("SIGTERM received"),
         _ = int.recv() => tracing::info!("SIGINT received"),
     }
+}
+
+/// The REST listener. A listener without a host takes every interface, IPv6 and IPv4 on one
+/// dual-stack socket as Kafka Connect's does, or IPv4 alone where the host has no IPv6; a host
+/// (`0.0.0.0` included) is bound as given.
+async fn rest_listener(host: &str, port: u16) -> anyhow::Result<tokio::net::TcpListener> {
+    if host.is_empty() {
+        match dual_stack(port) {
+            Ok(l) => return Ok(l),
+            Err(e) => tracing::info!(error = %e, port, "no IPv6 listener; listening on IPv4 only"),
+        }
+        let addr = format!("0.0.0.0:{port}");
+        return tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"));
+    }
+    let addr = format!("{host}:{port}");
+    tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))
+}
+
+fn dual_stack(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    let addr = std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    tokio::net::TcpListener::from_std(socket.into())
 }

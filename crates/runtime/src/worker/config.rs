@@ -155,7 +155,9 @@ impl WorkerConfig {
         }
         let (rest_host, rest_port) = listener(&props)?;
         let advertised_host = props.get("rest.advertised.host.name").cloned().unwrap_or_else(|| {
-            if rest_host.is_empty() || rest_host == "0.0.0.0" {
+            if rest_host.is_empty() {
+                local_host_address()
+            } else if rest_host == "0.0.0.0" {
                 "127.0.0.1".to_owned()
             } else {
                 rest_host.clone()
@@ -335,14 +337,25 @@ fn listener(props: &Props) -> ConnectResult<(String, u16)> {
             .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' has no port (expected http://host:port)")))?;
         let port = port.parse().map_err(|_| ConnectError::config("listeners", format!("'{port}' is not a port number")))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        return Ok((if host.is_empty() { "0.0.0.0".to_owned() } else { host.to_owned() }, port));
+        return Ok((host.to_owned(), port));
     }
     let port = match props.get("rest.port") {
         Some(p) => parse_num(props, "rest.port", p)?,
         None => DEFAULT_REST_PORT,
     };
-    let host = props.get("rest.host.name").cloned().unwrap_or_else(|| "0.0.0.0".to_owned());
+    let host = props.get("rest.host.name").cloned().unwrap_or_default();
     Ok((host, port))
+}
+
+/// The address this host's name resolves to, as Kafka Connect advertises a listener without
+/// a host (Java's `InetAddress.getLocalHost().getHostAddress()`): the first IPv4 address of
+/// the name in `/proc/sys/kernel/hostname`, else its first address, else `127.0.0.1`.
+pub fn local_host_address() -> String {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let addrs: Vec<std::net::IpAddr> =
+        (name.trim(), 0).to_socket_addrs().map(|a| a.map(|s| s.ip()).collect()).unwrap_or_default();
+    addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).map_or_else(|| "127.0.0.1".to_owned(), ToString::to_string)
 }
 
 fn parse_num<T: std::str::FromStr>(_props: &Props, key: &str, raw: &str) -> ConnectResult<T> {
@@ -417,7 +430,13 @@ mod tests {
         assert_eq!(c.rest_port, 9000);
         assert_eq!(c.offset_flush_interval, Duration::from_millis(10));
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
-        assert_eq!(c.worker_id(), "127.0.0.1:9000");
+        // No host: every interface, advertised as the host name's address (as Connect).
+        assert_eq!(c.rest_host, "");
+        assert_eq!(c.worker_id(), format!("{}:9000", local_host_address()));
+        let c = WorkerConfig::from_sources(parse_properties("listeners=http://:8085\n"), []).unwrap();
+        assert_eq!((c.rest_host.as_str(), c.worker_id()), ("", format!("{}:8085", local_host_address())));
+        let c = WorkerConfig::from_sources(parse_properties("listeners=http://0.0.0.0:8085\n"), []).unwrap();
+        assert_eq!((c.rest_host.as_str(), c.worker_id().as_str()), ("0.0.0.0", "127.0.0.1:8085"));
         assert_eq!(c.config_topic, "connect-configs");
         let c = WorkerConfig::from_sources(parse_properties("listeners=http://localhost:8084\n"), []).unwrap();
         assert_eq!((c.rest_host.as_str(), c.rest_port), ("localhost", 8084));
