@@ -366,7 +366,16 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
         PgType::Float4 => Value::Float32(parse_float(text).ok_or_else(|| bad("float4"))? as f32),
         PgType::Float8 => Value::Float64(parse_float(text).ok_or_else(|| bad("float8"))?),
         PgType::Numeric { scale, .. } => match modes.decimal {
-            DecimalMode::String => Value::String(text.to_owned()),
+            // Debezium's SpecialValueDecimal names for the special values (observed 3.6.3).
+            DecimalMode::String => Value::String(
+                match text {
+                    "NaN" => "NAN",
+                    "Infinity" => "POSITIVE_INFINITY",
+                    "-Infinity" => "NEGATIVE_INFINITY",
+                    _ => text,
+                }
+                .to_owned(),
+            ),
             DecimalMode::Double => Value::Float64(parse_float(text).ok_or_else(|| bad("numeric"))?),
             DecimalMode::Precise => {
                 // NaN and ±Infinity have no exact decimal form: null, as Debezium writes them
@@ -480,15 +489,18 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             Value::String(format_time(micros.rem_euclid(86_400_000_000)) + "Z")
         }
         PgType::Timestamp { precision } => {
-            let micros = match text {
-                "infinity" => TIMESTAMP_POSITIVE_INFINITY_MICROS,
-                "-infinity" => TIMESTAMP_NEGATIVE_INFINITY_MICROS,
+            let micros: i128 = match text {
+                "infinity" => TIMESTAMP_POSITIVE_INFINITY_MICROS.into(),
+                "-infinity" => TIMESTAMP_NEGATIVE_INFINITY_MICROS.into(),
                 _ => parse_timestamp(text).ok_or_else(|| bad("timestamp"))?,
             };
+            // Past 294247 AD the microseconds leave i64: Debezium saturates them, and its
+            // milliseconds stay exact.
+            let clamp = |v: i128| Value::Int64(i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX }));
             match modes.time {
-                TimeMode::Connect => Value::Int64(micros.div_euclid(1000)),
-                _ if *precision <= 3 => Value::Int64(micros.div_euclid(1000)),
-                _ => Value::Int64(micros),
+                TimeMode::Connect => clamp(micros.div_euclid(1000)),
+                _ if *precision <= 3 => clamp(micros.div_euclid(1000)),
+                _ => clamp(micros),
             }
         }
         PgType::TimestampTz { precision } => {
@@ -501,7 +513,7 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             }
             let (ts, offset, bc) = split_offset(text).ok_or_else(|| bad("timestamptz"))?;
             let ts = if bc { Cow::Owned(format!("{ts} BC")) } else { Cow::Borrowed(ts) };
-            let micros = parse_timestamp(&ts).ok_or_else(|| bad("timestamptz"))? - offset * 1_000_000;
+            let micros = parse_timestamp(&ts).ok_or_else(|| bad("timestamptz"))? - i128::from(offset) * 1_000_000;
             Value::String(format_timestamp_utc(micros, *precision))
         }
         PgType::Array(element) => {
@@ -796,15 +808,16 @@ fn parse_time(text: &str) -> Option<i64> {
     Some(((h * 60 + m) * 60 + s) * 1_000_000 + micros)
 }
 
-/// `YYYY-MM-DD HH:MM:SS[.ffffff][ BC]` as microseconds since the epoch.
-fn parse_timestamp(text: &str) -> Option<i64> {
+/// `YYYY-MM-DD HH:MM:SS[.ffffff][ BC]` as microseconds since the epoch (wider than i64:
+/// Postgres' timestamps reach 294276 AD).
+fn parse_timestamp(text: &str) -> Option<i128> {
     let (text, bc) = match text.strip_suffix(" BC") {
         Some(t) => (t, true),
         None => (text, false),
     };
     let (date, time) = text.split_once(' ')?;
     let days = parse_date(&if bc { format!("{date} BC") } else { date.to_owned() })?;
-    Some(days * 86_400_000_000 + parse_time(time)?)
+    Some(i128::from(days) * 86_400_000_000 + i128::from(parse_time(time)?))
 }
 
 /// Splits a trailing `+HH[:MM[:SS]]` / `-HH…` offset (in seconds) and a trailing ` BC`
@@ -845,9 +858,9 @@ fn format_time(micros: i64) -> String {
 /// exactly `width` fraction digits for a `timestamptz(width)` (1 to 6), and for width 0
 /// Java's `ISO_OFFSET_DATE_TIME` (trailing zero fraction digits dropped). Years are
 /// proleptic, as Java prints them: `-0043` for 44 BC, `+10000` past 9999.
-fn format_timestamp_utc(micros: i64, width: i32) -> String {
-    let days = micros.div_euclid(86_400_000_000);
-    let in_day = micros.rem_euclid(86_400_000_000);
+fn format_timestamp_utc(micros: i128, width: i32) -> String {
+    let days = i64::try_from(micros.div_euclid(86_400_000_000)).unwrap_or(i64::MAX);
+    let in_day = i64::try_from(micros.rem_euclid(86_400_000_000)).unwrap_or(0);
     let (y, m, d) = civil_from_days(days);
     let secs = in_day / 1_000_000;
     let mut out = format!("{}-{m:02}-{d:02}T{:02}:{:02}:{:02}", iso_year(y), secs / 3600, secs / 60 % 60, secs % 60);
@@ -1031,6 +1044,10 @@ mod tests {
         assert_eq!(value(&milli, &M, "infinity").unwrap(), Value::Int64(9_223_372_036_825_200));
         assert_eq!(value(&milli, &M, "-infinity").unwrap(), Value::Int64(-9_223_372_036_832_400));
         assert_eq!(value(&micro, &M, "10000-01-01 00:00:00").unwrap(), Value::Int64(days_from_civil(10000, 1, 1) * 86_400_000_000));
+        // Postgres' last year: microseconds saturate, milliseconds stay exact (Debezium 3.6.3).
+        assert_eq!(value(&micro, &M, "294276-12-31 23:59:59").unwrap(), Value::Int64(i64::MAX));
+        assert_eq!(value(&milli, &M, "294276-12-31 23:59:59").unwrap(), Value::Int64(9_224_318_015_999_000));
+        assert_eq!(value(&tz, &M, "294276-12-31 23:59:59+00").unwrap(), Value::String("+294276-12-31T23:59:59.000000Z".into()));
         assert_eq!(value(&PgType::Time { precision: 6 }, &M, "24:00:00").unwrap(), Value::Int64(86_400_000_000));
         assert_eq!(value(&PgType::Time { precision: 3 }, &M, "24:00:00").unwrap(), Value::Int32(86_400_000));
         assert_eq!(value(&PgType::TimeTz, &M, "24:00:00+00").unwrap(), Value::String("00:00:00Z".into()));
@@ -1044,7 +1061,8 @@ mod tests {
             assert_eq!(value(&fixed, &M, special).unwrap(), Value::Null, "{special}");
             assert_eq!(value(&variable, &M, special).unwrap(), Value::Null, "{special}");
             let string = Modes { decimal: DecimalMode::String, ..M };
-            assert_eq!(value(&variable, &string, special).unwrap(), Value::String(special.into()));
+            let named = ["NAN", "POSITIVE_INFINITY", "NEGATIVE_INFINITY"][["NaN", "Infinity", "-Infinity"].iter().position(|s| *s == special).unwrap()];
+            assert_eq!(value(&variable, &string, special).unwrap(), Value::String(named.into()), "Debezium's names");
             let double = Modes { decimal: DecimalMode::Double, ..M };
             let Value::Float64(f) = value(&variable, &double, special).unwrap() else { panic!("{special}") };
             assert_eq!(f.to_string(), parse_float(special).unwrap().to_string());
