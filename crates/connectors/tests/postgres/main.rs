@@ -131,6 +131,19 @@ async fn start_task(props: &Props, stored: Option<SourceOffset>) -> Result<Box<d
     Ok(task)
 }
 
+/// Starts a task, retrying retriable failures for up to 10 s as the runtime would (a slot a
+/// stopped task's session still holds is one).
+async fn start_task_retrying(props: &Props, stored: Option<SourceOffset>) -> Box<dyn SourceTask> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match start_task(props, stored.clone()).await {
+            Ok(t) => return t,
+            Err(e) if e.is_retriable() && Instant::now() < until => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 /// Polls once, as the runtime would with a log that makes every record durable at once:
 /// the newest offset of the batch is committed right away.
 async fn poll_committing(task: &mut Box<dyn SourceTask>, all: &mut Vec<SourceRecord>) -> Result<(), ConnectError> {
@@ -787,14 +800,7 @@ async fn an_interrupted_snapshot_resumes_after_its_durable_key_and_the_stream_fi
 
     // Run 2 resumes after key k on a new snapshot, then streams from the consistent point.
     // (The dropped run's sessions may hold the slot for a moment.)
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut task = loop {
-        match start_task(&props, Some(committed.clone())).await {
-            Ok(t) => break t,
-            Err(e) if e.is_retriable() && Instant::now() < until => tokio::time::sleep(Duration::from_millis(100)).await,
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let mut task = start_task_retrying(&props, Some(committed.clone())).await;
     let apply = |records: &[SourceRecord]| {
         let mut state = BTreeMap::new();
         for r in data(records).into_iter().filter(|r| r.topic == "srv.public.t") {
@@ -1028,7 +1034,8 @@ async fn transaction_metadata_survives_a_restart_inside_a_transaction_without_a_
     // (Nothing is committed, so the slot stays put: each run also resends the single-row
     // transactions of the runs before it.)
     for (k, (i, expect_rest)) in [(0, 4), (2, 2), (4, 0)].into_iter().enumerate() {
-        let mut task = start_task(&props, Some(all[i].source_offset.clone())).await.unwrap();
+        // The stopped task's walsender may hold the slot for a moment: retried, as the runtime does.
+        let mut task = start_task_retrying(&props, Some(all[i].source_offset.clone())).await;
         db.batch_execute(&format!("INSERT INTO y VALUES ({})", 100 + i)).await.unwrap();
         let mut again = Vec::new();
         let until = Instant::now() + Duration::from_secs(30);
