@@ -101,18 +101,6 @@ fn written(ids: &BTreeMap<String, Vec<i64>>, t: &str, from: i64) -> Vec<i64> {
     ids.get(t).map(|v| v.iter().copied().filter(|i| *i >= from).collect()).unwrap_or_default()
 }
 
-async fn start_retrying(props: &Props, stored: Option<SourceOffset>) -> Box<dyn SourceTask> {
-    // A dropped run's sessions may hold the slot for a moment.
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        match start_task(props, stored.clone()).await {
-            Ok(t) => break t,
-            Err(e) if e.is_retriable() && Instant::now() < until => tokio::time::sleep(Duration::from_millis(100)).await,
-            Err(e) => panic!("{e}"),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_tables_are_read_at_once_on_the_exported_snapshot() {
     let pg = Pg::start();
@@ -276,7 +264,8 @@ async fn an_interrupted_parallel_snapshot_resumes_every_table_where_it_stood() {
         let from = 100_000 * (run + 1);
         let writes = Writer::start(&pg, &["a", "c", "z"], from).await;
         writes.wait_for(10).await;
-        let mut task = start_retrying(&props(threads), Some(committed.clone())).await;
+        // A dropped run's sessions may hold the slot for a moment.
+        let mut task = start_task_retrying(&props(threads), Some(committed.clone())).await;
         writes.wait_for(10).await;
         let total = writes.finish().await;
         let mut second = Vec::new();
