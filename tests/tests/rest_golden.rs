@@ -117,10 +117,7 @@ fn a_listener_without_a_host_takes_ipv4_and_ipv6_and_advertises_the_host_address
     let input = dir.path().join("in.txt");
     create(&w, "x", &json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}));
     let status = status_in(&w, "x", "RUNNING", 1);
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let resolved: Vec<std::net::IpAddr> =
-        std::net::ToSocketAddrs::to_socket_addrs(&(host.trim(), 0)).map(|a| a.map(|s| s.ip()).collect()).unwrap_or_default();
-    let want = resolved.iter().find(|a| a.is_ipv4()).or(resolved.first()).map_or("127.0.0.1".to_owned(), ToString::to_string);
+    let want = sluice_runtime::worker::config::local_host_address();
     assert_eq!(status["connector"]["worker_id"], json!(format!("{want}:{}", w.port)), "{status}");
     // Where Connect's worker accepted connections, sluice's does too.
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/rest/connect-4.3/listeners_no_host.json");

@@ -167,10 +167,11 @@ impl ConfigKey {
     /// Checks a raw string against this key's type and validator.
     pub fn check(&self, raw: &str) -> Result<(), String> {
         self.check_type(raw)?;
-        match &self.validator {
-            Some(v) => v.check(self.ty, raw),
-            None => Ok(()),
-        }
+        self.check_validator(raw)
+    }
+
+    fn check_validator(&self, raw: &str) -> Result<(), String> {
+        self.validator.as_ref().map_or(Ok(()), |v| v.check(self.ty, raw))
     }
 
     /// Whether `raw` parses as this key's type (its validator aside).
@@ -264,22 +265,20 @@ impl ConfigDef {
                 let mut value = raw.or(k.default.as_ref()).map(|v| shown(k, v));
                 match (raw, &k.default) {
                     (None, None) => errors.push(format!("Missing required configuration \"{}\" which has no default value.", k.name)),
-                    (Some(v), _) => match k.check_type(v) {
+                    (Some(v), _) => {
+                        let typed = k.check_type(v);
+                        if let Err(e) = typed.clone().and_then(|()| k.check_validator(v)) {
+                            errors.push(format!("Invalid value {} for configuration {}: {e}", shown(k, v), k.name));
+                        }
                         // As Connect: a value of the wrong type is null, and a range validator
                         // then fails on that null too (`tasks.max=abc` has two errors).
-                        Err(e) => {
-                            errors.push(format!("Invalid value {} for configuration {}: {e}", shown(k, v), k.name));
+                        if typed.is_err() {
                             value = None;
                             if matches!(k.validator, Some(Validator::AtLeast(_) | Validator::Between(..))) {
                                 errors.push(format!("Invalid value null for configuration {}: Value must be non-null", k.name));
                             }
                         }
-                        Ok(()) => {
-                            if let Err(e) = k.check(v) {
-                                errors.push(format!("Invalid value {} for configuration {}: {e}", shown(k, v), k.name));
-                            }
-                        }
-                    },
+                    }
                     (None, Some(_)) => {}
                 }
                 ConfigValue {
