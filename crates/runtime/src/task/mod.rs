@@ -168,6 +168,25 @@ impl Backoff {
     }
 }
 
+/// After a task's `start` failed: a retriable failure (a database or broker that is not
+/// reachable yet) is shown as RUNNING with the failure as its trace and waited out with
+/// `backoff`, and the caller starts the task again, as Debezium's tasks re-attempt a start that
+/// failed for a retriable reason; any other failure is returned. `Ok(false)`: `shutdown` came
+/// during the wait.
+pub(crate) async fn start_failed(
+    error: ConnectError,
+    state: &mut StateReporter,
+    backoff: &mut Backoff,
+    shutdown: &CancellationToken,
+) -> ConnectResult<bool> {
+    if !error.is_retriable() {
+        return Err(error);
+    }
+    tracing::warn!(error = %error, "task start failed; retrying");
+    state.report(TaskState::Retrying(error.trace()));
+    Ok(backoff.wait(shutdown).await)
+}
+
 /// The pipeline stage a record failed in, named as Connect names it in traces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {

@@ -85,7 +85,13 @@ impl SinkRunner {
     pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
         let class = self.ctx.props.get("task.class").or_else(|| self.ctx.props.get("connector.class")).cloned().unwrap_or_default();
         let reporter = Arc::new(SinkErrantReporter::new(self.id.clone(), class, self.errors.clone(), self.log.clone()));
-        self.task.start(self.ctx.clone().with_reporter(reporter.clone())).await?;
+        let mut backoff = Backoff::new();
+        while let Err(e) = self.task.start(self.ctx.clone().with_reporter(reporter.clone())).await {
+            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
+                return Ok(());
+            }
+        }
+        self.state.running();
         self.max_put_bytes = self.task.max_put_bytes().unwrap_or(MAX_PUT_BYTES).clamp(1, MAX_PUT_BYTES_LIMIT);
         let mut state = Positions::default();
         let result = self.consume(&mut state, &reporter, &shutdown).await;

@@ -110,7 +110,13 @@ impl SourceRunner {
         if let Some(eos) = self.exactly_once.take() {
             return self.run_transactional(eos, shutdown).await;
         }
-        self.task.start(self.ctx.clone()).await?;
+        let mut backoff = Backoff::new();
+        while let Err(e) = self.task.start(self.ctx.clone()).await {
+            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
+                return Ok(());
+            }
+        }
+        self.state.running();
         let (tx, rx) = mpsc::channel::<InFlight>(MAX_IN_FLIGHT_BATCHES);
         let (committed_tx, mut committed_rx) = mpsc::unbounded_channel::<Committed>();
         let failure = Arc::new(Mutex::new(None::<ConnectError>));
@@ -224,7 +230,13 @@ impl SourceRunner {
         let writer = eos.writer;
         writer.init().await.map_err(|e| ConnectError::fatal_from("cannot initialize the task's transactional producer", e))?;
         self.offsets.reload_connector(&self.id.connector).await?;
-        self.task.start(self.ctx.clone()).await?;
+        let mut backoff = Backoff::new();
+        while let Err(e) = self.task.start(self.ctx.clone()).await {
+            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
+                return Ok(());
+            }
+        }
+        self.state.running();
         let mut txn = Txn { open: None, offsets: BTreeMap::new() };
         let result = self.transactional_loop(writer.as_ref(), eos.boundary, &mut txn, &shutdown).await;
         let result = match result {

@@ -231,3 +231,71 @@ async fn records_without_a_position_are_written_but_never_committed_as_the_offse
     assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(2));
     assert_eq!(offsets.get("c", &SourcePartition::new()), None, "no offset is stored under an empty partition");
 }
+
+/// Fails `start` with `failures` (retriable or not, in order), then behaves as `inner`.
+struct StartsAfter {
+    failures: VecDeque<ConnectError>,
+    starts: Arc<Mutex<usize>>,
+    inner: Batches,
+}
+
+#[async_trait]
+impl SourceTask for StartsAfter {
+    async fn start(&mut self, ctx: SourceTaskContext) -> ConnectResult<()> {
+        *self.starts.lock().unwrap() += 1;
+        match self.failures.pop_front() {
+            Some(e) => Err(e),
+            None => self.inner.start(ctx).await,
+        }
+    }
+    async fn poll(&mut self) -> ConnectResult<Vec<SourceRecord>> {
+        self.inner.poll().await
+    }
+}
+
+/// A start that fails for a retriable reason (a database not reachable yet) is tried again
+/// with backoff while the task shows RUNNING with the failure as its trace, and the task then
+/// runs; a fatal start failure fails the task at once, with no second attempt.
+#[tokio::test]
+async fn a_retriable_start_failure_is_retried_and_a_fatal_one_is_not() {
+    for exactly_once in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, done, _target) = runner(dir.path(), Vec::new(), Boundary::Poll, Arc::new(Recording::default())).await;
+        if !exactly_once {
+            r.exactly_once = None;
+        }
+        let starts = Arc::new(Mutex::new(0));
+        let failures = [ConnectError::retriable("could not connect to db:5432"), ConnectError::retriable("could not connect to db:5432")];
+        r.task = Box::new(StartsAfter {
+            failures: failures.into(),
+            starts: starts.clone(),
+            inner: Batches { batches: vec![vec![1]].into(), done: done.clone(), value_len: 0 },
+        });
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let seen = states.clone();
+        r.state = StateReporter::new(move |s| seen.lock().unwrap().push(s));
+        r.run(done).await.unwrap();
+        assert_eq!(*starts.lock().unwrap(), 3, "two failed starts and one that succeeded (exactly once: {exactly_once})");
+        let states = states.lock().unwrap().clone();
+        assert!(
+            matches!(states.first(), Some(TaskState::Retrying(trace)) if trace.contains("could not connect to db:5432")),
+            "{states:?}"
+        );
+        assert_eq!(states.last(), Some(&TaskState::Running), "{states:?}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let (mut r, done, _target) = runner(dir.path(), Vec::new(), Boundary::Poll, Arc::new(Recording::default())).await;
+        if !exactly_once {
+            r.exactly_once = None;
+        }
+        let starts = Arc::new(Mutex::new(0));
+        r.task = Box::new(StartsAfter {
+            failures: [ConnectError::fatal("password authentication failed")].into(),
+            starts: starts.clone(),
+            inner: Batches { batches: VecDeque::new(), done: done.clone(), value_len: 0 },
+        });
+        let err = r.run(done).await.unwrap_err();
+        assert!(err.to_string().contains("password authentication failed"), "{err}");
+        assert_eq!(*starts.lock().unwrap(), 1, "a fatal failure is not retried");
+    }
+}
