@@ -3,7 +3,7 @@
 //! ```text
 //! sluice                                   standalone on defaults (REST :8083, ./sluice-data)
 //! sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
-//! sluice distributed WORKER.properties     a worker of the group `group.id`, all state in Kafka
+//! sluice distributed [WORKER.properties]   a worker of the group `group.id`, all state in Kafka
 //! sluice topics list|describe|consume ...  read the embedded log
 //! sluice health [URL]                     container health check
 //! sluice --version
@@ -25,7 +25,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str = "usage:
   sluice                                       run standalone with defaults (REST on :8083, data in ./sluice-data)
   sluice standalone WORKER.properties [CONNECTOR.json|CONNECTOR.properties ...]
-  sluice distributed WORKER.properties         a worker of the Connect cluster group.id; configs, offsets and statuses in Kafka's internal topics
+  sluice distributed [WORKER.properties]       a worker of the Connect cluster group.id; configs, offsets and statuses in Kafka's internal topics
+                                               (no file: CONNECT_* environment variables alone, as in the container image)
   sluice topics list [--data-dir DIR]
   sluice topics describe TOPIC [--data-dir DIR]
   sluice topics consume TOPIC [--data-dir DIR] [--from-beginning] [--partition N] [--offset N] [--max-messages N] [--follow]
@@ -49,10 +50,12 @@ fn main() -> ExitCode {
             _ => standalone::main(None, Vec::new()),
         },
         Some("distributed") => match args.get(1) {
+            // No file: configured by CONNECT_* variables alone, as Confluent's image runs it.
+            None => standalone::run_mode(standalone::Mode::Distributed, None, Vec::new()),
             Some(worker) if !worker.starts_with('-') && args.len() == 2 => {
                 standalone::run_mode(standalone::Mode::Distributed, Some(worker.clone()), Vec::new())
             }
-            _ => Err(anyhow::anyhow!("usage: sluice distributed WORKER.properties (connectors are created through the REST API)")),
+            _ => Err(anyhow::anyhow!("usage: sluice distributed [WORKER.properties] (connectors are created through the REST API)")),
         },
         Some("topics") => topics::main(&args[1..]),
         Some("health") => health::main(args.get(1).map(String::as_str)),
