@@ -16,7 +16,15 @@ tests/services/setup.sh
 # that reaches for an interpreter other than the project's venvs fails instead of passing on
 # a machine where someone installed packages by hand.
 guard=$(mktemp -d)
-trap 'rm -rf "$guard"' EXIT
+# Containers, networks and volumes of container tests that were killed before they could clean
+# up, and images left untagged by rebuilds, go before and after the run.
+tests/services/docker.sh clean sluice-it-
+tidy() {
+  rm -rf "$guard"
+  tests/services/docker.sh clean sluice-it- || true
+  docker image prune -f --filter label=sluice.inputs >/dev/null 2>&1 || true
+}
+trap tidy EXIT
 for name in python python3 pip pip3; do
   printf '#!/bin/sh\necho "%s: tests use the venvs under $HOME/.cache/sluice-test, not the system Python" >&2\nexit 127\n' "$name" >"$guard/$name"
   chmod +x "$guard/$name"

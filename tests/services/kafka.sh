@@ -7,6 +7,8 @@
 #   kafka.sh status DIR               exit 0 when running
 #   kafka.sh install [KIND]           only install the broker (and the tests' Kafka client,
 #                                     confluent-kafka, in the same venv)
+#   kafka.sh binary [KIND]            install, then print the path of the broker's executable
+#                                     (docker.sh puts it into a test image)
 #
 # KIND: noida (default) — noida-db 0.2.3 from PyPI, an emulator whose data survives restarts
 #       (consumer groups, transactions, compacted topics);
@@ -46,7 +48,7 @@ SASL_PASSWORD=sluice-secret
 SASL_MECHANISM=SCRAM-SHA-512
 cmd=${1:-}; dir=${2:-}
 
-usage() { echo "usage: $0 start DIR [PORT] [noida|tansu] | stop DIR | status DIR | install [noida|tansu]" >&2; exit 2; }
+usage() { echo "usage: $0 start DIR [PORT] [noida|tansu] | stop DIR | status DIR | install [noida|tansu] | binary [noida|tansu]" >&2; exit 2; }
 
 # has PACKAGE VERSION: exit 0 when the venv holds exactly that version
 has() {
@@ -165,6 +167,10 @@ start_proxy() {
 case "$cmd" in
   install)
     install "${2:-noida}"
+    ;;
+  binary)
+    install "${2:-noida}"
+    binary "${2:-noida}"
     ;;
   start)
     [[ -n "$dir" ]] || usage

@@ -5,6 +5,8 @@
 #   - PostgreSQL 15 server and client (Debian's postgresql-15, /usr/lib/postgresql/15/bin);
 #   - the test services' own installs: both Kafka-protocol brokers with the tests' Kafka
 #     client (kafka.sh), the S3 server with pyarrow and duckdb (s3.sh);
+#   - the container tests' images: a Debian base made with debootstrap, PostgreSQL and the
+#     broker (docker.sh; the Docker engine must be running);
 # then checks that every Python module the tests import comes from those venvs
 # (check-python.sh).
 # usage: setup.sh [build]   (build: only what compiling needs)
@@ -24,4 +26,10 @@ fi
 ./kafka.sh install noida >/dev/null
 ./kafka.sh install tansu >/dev/null
 ./s3.sh install >/dev/null
+# The container tests' images that do not depend on the build (the sluice image is made from
+# the binary under test by the tests themselves).
+./docker.sh check
+./docker.sh base
+./docker.sh postgres >/dev/null
+./docker.sh broker noida >/dev/null
 ./check-python.sh

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 pub use serde_json::{json, Value as Json};
 
+pub mod containers;
+
 /// The sluice binary under test.
 pub fn binary() -> PathBuf {
     if let Ok(p) = std::env::var("SLUICE_BIN") {
@@ -406,31 +408,38 @@ impl KafkaBroker {
     /// SIGKILLed worker call this, after the session timeout, in place of that expiry.
     /// The broker must be its own group coordinator (one broker).
     pub fn expire_group_member(&self, group: &str, member_id: &str) -> i16 {
-        use std::io::{Read, Write};
-        fn put_str(buf: &mut Vec<u8>, s: &str) {
-            buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
-            buf.extend_from_slice(s.as_bytes());
-        }
-        // Header v1 (api key 13 LeaveGroup, version 1, correlation id, client id), body v1.
-        let mut msg = Vec::new();
-        msg.extend_from_slice(&13i16.to_be_bytes());
-        msg.extend_from_slice(&1i16.to_be_bytes());
-        msg.extend_from_slice(&7i32.to_be_bytes());
-        put_str(&mut msg, "sluice-tests-session-expiry");
-        put_str(&mut msg, group);
-        put_str(&mut msg, member_id);
-        let mut stream = std::net::TcpStream::connect(&self.bootstrap).expect("connect to the test broker");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("read timeout");
-        stream.write_all(&(msg.len() as i32).to_be_bytes()).expect("send LeaveGroup");
-        stream.write_all(&msg).expect("send LeaveGroup");
-        let mut len = [0u8; 4];
-        stream.read_exact(&mut len).expect("LeaveGroup response");
-        let mut resp = vec![0u8; i32::from_be_bytes(len) as usize];
-        stream.read_exact(&mut resp).expect("LeaveGroup response");
-        // correlation id, throttle time, error code
-        assert_eq!(i32::from_be_bytes(resp[0..4].try_into().unwrap()), 7, "LeaveGroup response correlation id");
-        i16::from_be_bytes(resp[8..10].try_into().unwrap())
+        leave_group_for(&self.bootstrap, group, member_id)
     }
+}
+
+/// Sends LeaveGroup (v1) for `member_id` of `group` to the broker at `bootstrap`, which must be
+/// the group's coordinator, and returns its error code (0: removed). See
+/// [`KafkaBroker::expire_group_member`] for why tests do this.
+pub fn leave_group_for(bootstrap: &str, group: &str, member_id: &str) -> i16 {
+    use std::io::{Read, Write};
+    fn put_str(buf: &mut Vec<u8>, s: &str) {
+        buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
+        buf.extend_from_slice(s.as_bytes());
+    }
+    // Header v1 (api key 13 LeaveGroup, version 1, correlation id, client id), body v1.
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&13i16.to_be_bytes());
+    msg.extend_from_slice(&1i16.to_be_bytes());
+    msg.extend_from_slice(&7i32.to_be_bytes());
+    put_str(&mut msg, "sluice-tests-session-expiry");
+    put_str(&mut msg, group);
+    put_str(&mut msg, member_id);
+    let mut stream = std::net::TcpStream::connect(bootstrap).expect("connect to the test broker");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("read timeout");
+    stream.write_all(&(msg.len() as i32).to_be_bytes()).expect("send LeaveGroup");
+    stream.write_all(&msg).expect("send LeaveGroup");
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("LeaveGroup response");
+    let mut resp = vec![0u8; i32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut resp).expect("LeaveGroup response");
+    // correlation id, throttle time, error code
+    assert_eq!(i32::from_be_bytes(resp[0..4].try_into().unwrap()), 7, "LeaveGroup response correlation id");
+    i16::from_be_bytes(resp[8..10].try_into().unwrap())
 }
 
 /// `text` without ANSI colour sequences (worker logs are coloured).
@@ -741,9 +750,14 @@ pub struct SqlWriter {
 
 impl SqlWriter {
     pub fn start(pg: &Postgres, pause: Duration, step: impl Fn(i64) -> String + Send + 'static) -> SqlWriter {
+        Self::start_psql(pg.psql().command("postgres"), pause, step)
+    }
+
+    /// The same with any `psql` command line (e.g. one run with `docker exec -i`).
+    pub fn start_psql(mut psql: Command, pause: Duration, step: impl Fn(i64) -> String + Send + 'static) -> SqlWriter {
         use std::io::Write as _;
         use std::sync::atomic::Ordering;
-        let mut child = pg.psql().command("postgres").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
+        let mut child = psql.stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("psql");
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {

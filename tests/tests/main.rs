@@ -2,11 +2,13 @@
 
 mod bad_input;
 mod cli;
+mod cluster;
 mod crash;
 mod distributed;
 mod docker;
 mod errors;
 mod exactly_once;
+mod image;
 mod kafka;
 mod kafka_overrides;
 mod kafka_security;
