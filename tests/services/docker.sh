@@ -19,8 +19,9 @@
 #                                   starts with PREFIX (tests call it before and after a run)
 #
 # Every image is rebuilt only when its inputs change: an image carries the hash of its inputs
-# in the label sluice.inputs and is kept while that matches. The debootstrapped tarball lives
-# in $SLUICE_DOCKER_CACHE (default $HOME/.cache/sluice-test/docker). What the engine on these
+# in the label sluice.inputs and is kept while that matches. The debootstrapped tarball, and
+# a saved copy of the Postgres and broker images (loaded again when the engine lost them),
+# live in $SLUICE_DOCKER_CACHE (default $HOME/.cache/sluice-test/docker). What the engine on these
 # machines allows is written down in docker-engine.md beside this script.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -106,11 +107,21 @@ build() {
   exec 7>"$CACHE/build-${tag//[^a-zA-Z0-9]/_}.lock"
   flock 7
   if image_current "$tag" "$hash"; then exec 7>&-; return 0; fi
+  # A saved copy of the same inputs (the engine's images were removed, ~/.cache was kept).
+  local saved="$CACHE/images/${tag//[^a-zA-Z0-9]/_}-$hash.tar"
+  if [[ -n "${SAVE_IMAGE:-}" && -s "$saved" ]] && docker load -q -i "$saved" >/dev/null 2>&1 && image_current "$tag" "$hash"; then
+    exec 7>&-; return 0
+  fi
   local log; log=$(mktemp)
   if ! docker build -q --label "sluice.inputs=$hash" -t "$tag" -f "$dockerfile" "$@" "$context" >"$log" 2>&1; then
     echo "docker build of $tag failed:" >&2; cat "$log" >&2; rm -f "$log"; exit 1
   fi
   rm -f "$log"
+  if [[ -n "${SAVE_IMAGE:-}" ]]; then
+    mkdir -p "$CACHE/images"
+    rm -f "$CACHE/images/${tag//[^a-zA-Z0-9]/_}"-*.tar
+    docker save -o "$saved.tmp" "$tag" && mv "$saved.tmp" "$saved"
+  fi
   exec 7>&-
 }
 
@@ -140,7 +151,7 @@ postgres_image() {
   base
   local hash
   hash=$(inputs_hash "$HERE/docker/postgres.Dockerfile" "$HERE/docker/postgres-entrypoint.sh" </dev/null)
-  build "$tag" "$hash" "$HERE/docker" "$HERE/docker/postgres.Dockerfile"
+  SAVE_IMAGE=1 build "$tag" "$hash" "$HERE/docker" "$HERE/docker/postgres.Dockerfile"
   echo "$tag"
 }
 
@@ -157,7 +168,7 @@ broker_image() {
     ctx=$(mktemp -d)
     cp "$bin" "$ctx/broker"
     cp "$HERE/docker/broker.Dockerfile" "$HERE/docker/broker-entrypoint.sh" "$ctx/"
-    build "$tag" "$hash" "$ctx" "$ctx/broker.Dockerfile" --build-arg "KIND=$kind"
+    SAVE_IMAGE=1 build "$tag" "$hash" "$ctx" "$ctx/broker.Dockerfile" --build-arg "KIND=$kind"
     rm -rf "$ctx"
   fi
   echo "$tag"
