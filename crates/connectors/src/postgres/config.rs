@@ -58,6 +58,7 @@ pub const SIGNAL_ENABLED_CHANNELS: &str = "signal.enabled.channels";
 pub const INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "incremental.snapshot.chunk.size";
 pub const INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY: &str = "incremental.snapshot.watermarking.strategy";
 pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
+pub use super::message::{PrefixFilter, MESSAGE_PREFIX_EXCLUDE_LIST, MESSAGE_PREFIX_INCLUDE_LIST};
 
 pub const DEFAULT_PORT: &str = "5432";
 pub const DEFAULT_SSLMODE: &str = "prefer";
@@ -120,8 +121,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "converters",
     "post.processors",
     "notification.enabled.channels",
-    "message.prefix.include.list",
-    "message.prefix.exclude.list",
     "table.ignore.builtin",
     "schema.refresh.mode",
     "flush.lsn.source",
@@ -257,6 +256,8 @@ pub fn def() -> ConfigDef {
         .define(ConfigKey::new(SCHEMA_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the schemas not to capture.").default_value(""))
         .define(ConfigKey::new(TABLE_INCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the tables (schema.table) to capture.").default_value(""))
         .define(ConfigKey::new(TABLE_EXCLUDE_LIST, ConfigType::List, Importance::Medium, "Regular expressions of the tables (schema.table) not to capture.").default_value(""))
+        .define(ConfigKey::new(MESSAGE_PREFIX_INCLUDE_LIST, ConfigType::List, Importance::Low, "Regular expressions of the logical decoding message prefixes to emit (pg_logical_emit_message; default: all).").default_value(""))
+        .define(ConfigKey::new(MESSAGE_PREFIX_EXCLUDE_LIST, ConfigType::List, Importance::Low, "Regular expressions of the logical decoding message prefixes not to emit.").default_value(""))
         .define(
             ConfigKey::new(SNAPSHOT_MODE, ConfigType::String, Importance::Medium, "When to take a snapshot: initial, initial_only, no_data (or never), always, when_needed.")
                 .default_value(DEFAULT_SNAPSHOT_MODE)
@@ -408,6 +409,8 @@ pub struct PostgresConfig {
     pub columns: ColumnRules,
     /// `signal.data.collection`: the signal table read from the stream.
     pub signal_table: Option<TableId>,
+    /// `message.prefix.include.list` / `exclude.list`: the logical decoding messages emitted.
+    pub message_prefixes: PrefixFilter,
     pub incremental_chunk_size: usize,
 }
 
@@ -579,6 +582,7 @@ impl PostgresConfig {
                 exclude,
             },
             signal_table,
+            message_prefixes: PrefixFilter::new(&c.list(MESSAGE_PREFIX_INCLUDE_LIST), &c.list(MESSAGE_PREFIX_EXCLUDE_LIST))?,
             incremental_chunk_size: c.int(INCREMENTAL_SNAPSHOT_CHUNK_SIZE) as usize,
         })
     }

@@ -57,6 +57,7 @@ pub fn source_schema() -> SchemaRef {
         ("origin_lsn", s(Schema::int64().optional())),
     ])
     .named(SOURCE_SCHEMA_NAME)
+    .with_version(1)
     .into_ref()
 }
 
@@ -68,6 +69,41 @@ pub struct SourceInfo {
     pub tx_id: Option<i64>,
     pub lsn: Option<u64>,
     pub sequence: Option<String>,
+}
+
+impl SourceInfo {
+    /// Sets the per-event fields of a `source` block's values (see [`source_template`]).
+    fn fill(&self, values: &mut [Value]) {
+        values[3] = Value::Int64(self.ts_ms);
+        values[4] = Value::String(self.snapshot.to_owned());
+        values[6] = self.sequence.clone().map_or(Value::Null, Value::String);
+        // The source time is known to the millisecond (commit time, or the snapshot's clock).
+        values[7] = Value::Int64(self.ts_ms.saturating_mul(1_000));
+        values[8] = Value::Int64(self.ts_ms.saturating_mul(1_000_000));
+        values[11] = self.tx_id.map_or(Value::Null, Value::Int64);
+        values[12] = self.lsn.map_or(Value::Null, |l| Value::Int64(l as i64));
+    }
+}
+
+/// The `source` block's fields that are the same for every event of one table (the
+/// per-event ones are `Null`, set by [`SourceInfo::fill`]).
+fn source_template(server: &str, db: &str, schema: &str, table: &str) -> Vec<Value> {
+    let mut values = vec![Value::Null; 16];
+    values[0] = Value::String(env!("CARGO_PKG_VERSION").to_owned());
+    values[1] = Value::String(CONNECTOR_NAME.to_owned());
+    values[2] = Value::String(server.to_owned());
+    values[5] = Value::String(db.to_owned());
+    values[9] = Value::String(schema.to_owned());
+    values[10] = Value::String(table.to_owned());
+    values
+}
+
+/// A whole `source` block (for events of no table: `schema` and `table` are empty for a
+/// logical decoding message, as in Debezium).
+pub fn source_block(info: &SourceInfo, source_schema: &SchemaRef, server: &str, db: &str, schema: &str, table: &str) -> Value {
+    let mut values = source_template(server, db, schema, table);
+    info.fill(&mut values);
+    Value::Struct(Struct::from_values(source_schema.clone(), values))
 }
 
 /// A mapped column of a table.
@@ -171,24 +207,7 @@ impl TableSchema {
         .named(format!("{base}.Envelope"))
         .with_version(2)
         .into_ref();
-        let source_template = vec![
-            Value::String(env!("CARGO_PKG_VERSION").to_owned()),
-            Value::String(CONNECTOR_NAME.to_owned()),
-            Value::String(prefix.to_owned()),
-            Value::Null,
-            Value::Null,
-            Value::String(db.to_owned()),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::String(id.schema.clone()),
-            Value::String(id.table.clone()),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-        ];
+        let source_template = source_template(prefix, db, &id.schema, &id.table);
         Self { topic: base, id, columns, key_fields, source_template, key_schema, value_schema, envelope_schema, modes: modes.clone() }
     }
 
@@ -244,14 +263,7 @@ impl TableSchema {
 
     fn source(&self, info: &SourceInfo, source_schema: &SchemaRef) -> Value {
         let mut values = self.source_template.clone();
-        values[3] = Value::Int64(info.ts_ms);
-        values[4] = Value::String(info.snapshot.to_owned());
-        values[6] = info.sequence.clone().map_or(Value::Null, Value::String);
-        // The source time is known to the millisecond (commit time, or the snapshot's clock).
-        values[7] = Value::Int64(info.ts_ms.saturating_mul(1_000));
-        values[8] = Value::Int64(info.ts_ms.saturating_mul(1_000_000));
-        values[11] = info.tx_id.map_or(Value::Null, Value::Int64);
-        values[12] = info.lsn.map_or(Value::Null, |l| Value::Int64(l as i64));
+        info.fill(&mut values);
         Value::Struct(Struct::from_values(source_schema.clone(), values))
     }
 

@@ -462,9 +462,7 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
             let bytes = parse_bytea(text).ok_or_else(|| bad("bytea"))?;
             match modes.binary {
                 BinaryMode::Bytes => Value::Bytes(bytes),
-                BinaryMode::Base64 => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
-                BinaryMode::Base64UrlSafe => Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes)),
-                BinaryMode::Hex => Value::String(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+                mode => binary_text(&bytes, mode),
             }
         }
         PgType::Date => {
@@ -726,6 +724,17 @@ pub fn unscaled_bytes(text: &str, scale: i32) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// Bytes as text under `binary.handling.mode` (`base64`, `base64-url-safe`, `hex`; bytes
+/// stay bytes).
+pub fn binary_text(bytes: &[u8], mode: BinaryMode) -> Value {
+    match mode {
+        BinaryMode::Bytes => Value::Bytes(bytes.to_vec()),
+        BinaryMode::Base64 => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        BinaryMode::Base64UrlSafe => Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes)),
+        BinaryMode::Hex => Value::String(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+    }
 }
 
 fn parse_bytea(text: &str) -> Option<Vec<u8>> {

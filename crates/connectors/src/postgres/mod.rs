@@ -79,6 +79,7 @@ mod heartbeat;
 mod incremental;
 mod interval;
 mod mapping;
+mod message;
 mod offset;
 mod replication;
 mod snapshot;

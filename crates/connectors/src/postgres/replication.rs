@@ -33,6 +33,7 @@ use super::decode::{self, Datum, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
 use super::incremental::{Emit, Incremental, Signal};
 use super::mapping::{Modes, SESSION_OPTIONS};
+use super::message::{self, MessageTopic};
 use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
 use super::transaction::TxCounts;
 
@@ -162,6 +163,11 @@ pub struct Stream {
     heartbeat_lsn: Lsn,
     /// The position of the newest change record handed out without one (see [`Tail`]).
     tail: Option<Tail>,
+    /// The commit time of the newest transaction begun: a non-transactional message carries
+    /// it, as in Debezium.
+    last_begin_ts_usec: Option<i64>,
+    /// Built at the first logical decoding message.
+    messages: Option<MessageTopic>,
 }
 
 /// Change records are built without a source position: inside a batch, only the last one
@@ -197,6 +203,8 @@ impl Stream {
             last_heartbeat: Instant::now(),
             heartbeat_lsn: handed.resume,
             tail: None,
+            last_begin_ts_usec: None,
+            messages: None,
         })
     }
 
@@ -251,6 +259,7 @@ impl Stream {
                     let resent = self.skip.is_some_and(|s| s.commit_lsn == final_lsn);
                     let counts = ctx.cfg.transaction_topic.as_ref().map(|_| TxCounts::new(xid, ts_usec.div_euclid(1000), !resent));
                     self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec, seq: 0, counts });
+                    self.last_begin_ts_usec = Some(ts_usec);
                 }
                 ReplicationEvent::Commit { lsn, end_lsn, .. } => {
                     self.last_commit_lsn = Some(lsn);
@@ -290,7 +299,10 @@ impl Stream {
                         out.push(heartbeat(ctx, wal_end));
                     }
                 }
-                ReplicationEvent::Message { .. } | ReplicationEvent::StoppedAt { .. } => {}
+                ReplicationEvent::Message { transactional, lsn, prefix, content } => {
+                    self.message(ctx, transactional, lsn, &prefix, &content, &mut out, handed)?;
+                }
+                ReplicationEvent::StoppedAt { .. } => {}
             }
             for r in &mut out[before..] {
                 ctx.incremental.stamp(&mut r.source_offset);
@@ -514,6 +526,77 @@ impl Stream {
         }
         // Even a change that produced no record is processed: a reconnect skips it too.
         *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }), last_commit: handed.last_commit };
+        Ok(())
+    }
+}
+
+impl Stream {
+    /// A logical decoding message (see `message.rs`). A transactional one is a change of its
+    /// transaction: counted in `txn_seq` whether or not its prefix is emitted, skipped when a
+    /// restart resends it durable already, positioned through [`Tail`]. A non-transactional
+    /// one comes between transactions: its record resumes just after it, and it becomes the
+    /// last commit of `source.sequence`, as in Debezium (unless its prefix is filtered out).
+    #[allow(clippy::too_many_arguments)]
+    fn message(
+        &mut self,
+        ctx: &mut StreamContext<'_>,
+        transactional: bool,
+        lsn: Lsn,
+        prefix: &str,
+        content: &[u8],
+        out: &mut Vec<SourceRecord>,
+        handed: &mut Handed,
+    ) -> ConnectResult<()> {
+        let cfg = ctx.cfg;
+        let topic = self.messages.get_or_insert_with(|| MessageTopic::new(&cfg.topic_prefix, &cfg.dbname, cfg.binary_mode, ctx.source_schema)).clone();
+        let wanted = cfg.message_prefixes.includes(prefix);
+        match self.txn.as_mut().filter(|_| transactional) {
+            Some(txn) => {
+                txn.seq += 1;
+                let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
+                let durable_already = self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq);
+                let first = out.len();
+                if wanted {
+                    if let (Some(tx_topic), Some(counts)) = (&cfg.transaction_topic, txn.counts.as_mut()) {
+                        if counts.begin_pending && !durable_already {
+                            counts.begin_pending = false;
+                            out.push(tx_topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
+                        }
+                    }
+                    let info = SourceInfo {
+                        ts_ms: ts_usec.div_euclid(1000),
+                        snapshot: "false",
+                        tx_id: Some(i64::from(xid)),
+                        lsn: Some(lsn.0),
+                        sequence: Some(sequence(self.last_commit_lsn, lsn)),
+                    };
+                    let mut record = topic.record(prefix, content, &info, ctx.source_schema, &SourcePartition::new(), SourceOffset::new());
+                    if let (Some(tx_topic), Some(counts)) = (&cfg.transaction_topic, txn.counts.as_mut()) {
+                        tx_topic.event(counts, message::COLLECTION, lsn, &mut record);
+                    }
+                    if durable_already {
+                        // Counted for the transaction's END, not written again.
+                        out.truncate(first);
+                    } else {
+                        out.push(record);
+                        self.tail = Some(Tail { lsn, commit_lsn, xid, ts_usec, seq });
+                    }
+                }
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }), last_commit: handed.last_commit };
+            }
+            // A filtered one is passed over, as Debezium's decoder drops it: nothing moves.
+            None if !wanted => {}
+            None => {
+                // Resumes just after the message: a restart does not send it again.
+                let resume = Lsn(lsn.0 + 1);
+                self.last_commit_lsn = Some(lsn);
+                let ts_usec = self.last_begin_ts_usec.unwrap_or_else(|| now_ms() * 1000);
+                let info =
+                    SourceInfo { ts_ms: ts_usec.div_euclid(1000), snapshot: "false", tx_id: None, lsn: Some(lsn.0), sequence: Some(sequence(Some(lsn), lsn)) };
+                out.push(topic.record(prefix, content, &info, ctx.source_schema, ctx.partition, heartbeat_offset(resume, ts_usec)));
+                *handed = Handed { resume, skip: None, last_commit: Some(lsn) };
+            }
+        }
         Ok(())
     }
 }

@@ -16,6 +16,7 @@ use sluice_connectors::postgres;
 use tokio_util::sync::CancellationToken;
 
 mod handling_modes;
+mod messages;
 mod parallel_snapshot;
 
 struct Pg {
