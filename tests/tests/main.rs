@@ -17,6 +17,7 @@ mod pipeline;
 mod postgres;
 mod postgres_features;
 mod postgres_incremental;
+mod quickstart;
 mod rest;
 mod rest_golden;
 mod s3;
