@@ -52,6 +52,21 @@ pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
 pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
 pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
 pub const TOPIC_TRANSACTION: &str = "topic.transaction";
+pub const TOPIC_NAMING_STRATEGY: &str = "topic.naming.strategy";
+pub const TOPIC_DELIMITER: &str = "topic.delimiter";
+pub const TOPIC_HEARTBEAT_PREFIX: &str = "topic.heartbeat.prefix";
+pub const SCHEMA_NAME_ADJUSTMENT_MODE: &str = "schema.name.adjustment.mode";
+pub const FIELD_NAME_ADJUSTMENT_MODE: &str = "field.name.adjustment.mode";
+pub const SNAPSHOT_LOCKING_MODE: &str = "snapshot.locking.mode";
+pub const SNAPSHOT_LOCK_TIMEOUT_MS: &str = "snapshot.lock.timeout.ms";
+pub const SNAPSHOT_SELECT_STATEMENT_OVERRIDES: &str = "snapshot.select.statement.overrides";
+pub const PUBLISH_VIA_PARTITION_ROOT: &str = "publish.via.partition.root";
+pub const CONVERTERS: &str = "converters";
+pub const POST_PROCESSORS: &str = "post.processors";
+/// Debezium's topic naming strategies, which name a Postgres table's topic
+/// `<topic.prefix>.<schema>.<table>` (the first is Debezium's default).
+pub const TOPIC_NAMING_STRATEGIES: &[&str] = &["io.debezium.schema.SchemaTopicNamingStrategy", "io.debezium.schema.DefaultTopicNamingStrategy"];
+pub const DEFAULT_HEARTBEAT_PREFIX: &str = "__debezium-heartbeat";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
 pub const SIGNAL_DATA_COLLECTION: &str = "signal.data.collection";
 pub const SIGNAL_ENABLED_CHANNELS: &str = "signal.enabled.channels";
@@ -91,22 +106,13 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "column.propagate.source.type",
     "datatype.propagate.source.type",
     "include.unknown.datatypes",
-    "schema.name.adjustment.mode",
-    "field.name.adjustment.mode",
     "sanitize.field.names",
-    "topic.heartbeat.prefix",
-    "topic.naming.strategy",
-    "topic.delimiter",
     "slot.stream.params",
     "slot.max.retries",
     "slot.retry.delay.ms",
     "slot.failover",
-    "publish.via.partition.root",
     "replica.identity.autoset.values",
-    "snapshot.select.statement.overrides",
     "snapshot.include.collection.list",
-    "snapshot.lock.timeout.ms",
-    "snapshot.locking.mode",
     "snapshot.query.mode",
     "snapshot.isolation.mode",
     "snapshot.mode.class",
@@ -118,8 +124,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "xmin.fetch.interval.ms",
     "event.processing.failure.handling.mode",
     "max.queue.size.in.bytes",
-    "converters",
-    "post.processors",
     "notification.enabled.channels",
     "table.ignore.builtin",
     "schema.refresh.mode",
@@ -345,6 +349,29 @@ pub fn def() -> ConfigDef {
                 .default_value("transaction")
                 .validator(Validator::NonEmpty),
         )
+        .define(
+            ConfigKey::new(TOPIC_NAMING_STRATEGY, ConfigType::String, Importance::Low, "How topics are named: Debezium's io.debezium.schema.SchemaTopicNamingStrategy or DefaultTopicNamingStrategy, both <topic.prefix>.<schema>.<table> here.")
+                .default_value(TOPIC_NAMING_STRATEGIES[0]),
+        )
+        .define(ConfigKey::new(TOPIC_DELIMITER, ConfigType::String, Importance::Low, "The delimiter between the parts of a topic name (only . in this version).").default_value("."))
+        .define(
+            ConfigKey::new(TOPIC_HEARTBEAT_PREFIX, ConfigType::String, Importance::Low, "Heartbeat records go to <topic.heartbeat.prefix>.<topic.prefix>.")
+                .default_value(DEFAULT_HEARTBEAT_PREFIX)
+                .validator(Validator::NonEmpty),
+        )
+        .define(ConfigKey::new(SCHEMA_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How schema names are adjusted: none (names pass through unchanged) in this version.").default_value("none"))
+        .define(ConfigKey::new(FIELD_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How field names are adjusted: none (names pass through unchanged) in this version.").default_value("none"))
+        .define(
+            ConfigKey::new(SNAPSHOT_LOCKING_MODE, ConfigType::String, Importance::Low, "none: the snapshot takes no table locks (it reads the slot's exported snapshot); shared: it holds ACCESS SHARE locks on the captured tables until it ends, so their structure cannot change meanwhile.")
+                .default_value("none")
+                .validator(Validator::one_of(&["none", "shared", "custom"])),
+        )
+        .define(
+            ConfigKey::new(SNAPSHOT_LOCK_TIMEOUT_MS, ConfigType::Long, Importance::Low, "With snapshot.locking.mode=shared: how long to wait for the table locks before failing.")
+                .default_value("10000")
+                .validator(Validator::AtLeast(0)),
+        )
+        .define(ConfigKey::new(PUBLISH_VIA_PARTITION_ROOT, ConfigType::Boolean, Importance::Low, "Only false in this version: each partition of a partitioned table is captured as a table of its own.").default_value("false"))
         .define(ConfigKey::new(SIGNAL_DATA_COLLECTION, ConfigType::String, Importance::Low, "The signal table (schema.table, with columns id, type and data) whose inserts, read from the replication stream, are signals.").default_value(""))
         .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from; this version supports source (the signal table) only.").default_value("source"))
         .define(
@@ -411,6 +438,11 @@ pub struct PostgresConfig {
     pub signal_table: Option<TableId>,
     /// `message.prefix.include.list` / `exclude.list`: the logical decoding messages emitted.
     pub message_prefixes: PrefixFilter,
+    /// `topic.heartbeat.prefix`: heartbeats go to `<this>.<topic.prefix>`.
+    pub heartbeat_topic_prefix: String,
+    /// `snapshot.locking.mode=shared`: the snapshot locks its tables IN ACCESS SHARE MODE,
+    /// waiting at most this long (`snapshot.lock.timeout.ms`); `None`: no locks.
+    pub snapshot_lock_timeout_ms: Option<u64>,
     pub incremental_chunk_size: usize,
 }
 
@@ -424,6 +456,59 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
         }
     }
     let value = |k: &str| props.get(k).map(|v| v.trim().to_ascii_lowercase());
+    let mut refuse = |key: &str, message: String| out.push((key.to_owned(), message));
+    for key in [SCHEMA_NAME_ADJUSTMENT_MODE, FIELD_NAME_ADJUSTMENT_MODE] {
+        if let Some(v) = value(key).filter(|v| v != "none") {
+            refuse(
+                key,
+                format!("{key}={v} is not supported yet: names pass through unchanged, as with none (Debezium 3's default); remove the key or set none"),
+            );
+        }
+    }
+    if let Some(v) = props.get(TOPIC_NAMING_STRATEGY).map(|v| v.trim()).filter(|v| !v.is_empty() && !TOPIC_NAMING_STRATEGIES.contains(v)) {
+        refuse(
+            TOPIC_NAMING_STRATEGY,
+            format!(
+                "topic.naming.strategy={v} is a Java class, which sluice cannot load: topics are named as {} names them \
+                 (<topic.prefix>.<schema>.<table>); rename them with the RegexRouter transform",
+                TOPIC_NAMING_STRATEGIES[0]
+            ),
+        );
+    }
+    if let Some(v) = props.get(TOPIC_DELIMITER).filter(|v| v.as_str() != ".") {
+        refuse(TOPIC_DELIMITER, format!("topic.delimiter={v:?} is not supported yet: topic names use \".\"; rename them with the RegexRouter transform"));
+    }
+    if value(SNAPSHOT_LOCKING_MODE).as_deref() == Some("custom") {
+        refuse(SNAPSHOT_LOCKING_MODE, "snapshot.locking.mode=custom loads a Java class, which sluice cannot; use none or shared".to_owned());
+    }
+    if value(PUBLISH_VIA_PARTITION_ROOT).as_deref() == Some("true") {
+        refuse(
+            PUBLISH_VIA_PARTITION_ROOT,
+            "publish.via.partition.root=true is not supported yet: each partition is captured as a table of its own, on a topic \
+             of its own; route the partitions' topics into one with the RegexRouter transform"
+                .to_owned(),
+        );
+    }
+    if props.contains_key(SNAPSHOT_SELECT_STATEMENT_OVERRIDES) || props.keys().any(|k| k.starts_with("snapshot.select.statement.overrides.")) {
+        refuse(
+            SNAPSHOT_SELECT_STATEMENT_OVERRIDES,
+            "snapshot.select.statement.overrides is not supported: the initial snapshot reads whole tables in key order so that \
+             it can resume after a crash; to snapshot part of a table, use snapshot.mode=no_data and an execute-snapshot signal \
+             with additional-conditions (incremental snapshot)"
+                .to_owned(),
+        );
+    }
+    if props.contains_key(CONVERTERS) {
+        refuse(
+            CONVERTERS,
+            "converters names Debezium custom converters, Java classes sluice cannot load; change a column's value with a \
+             transform (Cast, ReplaceField) or the column.mask.*/column.truncate.to.* keys"
+                .to_owned(),
+        );
+    }
+    if props.contains_key(POST_PROCESSORS) {
+        refuse(POST_PROCESSORS, "post.processors names Java classes sluice cannot load; change records with transforms (transforms.*)".to_owned());
+    }
     if let Some(v) = value(PLUGIN_NAME).filter(|v| v != "pgoutput") {
         out.push((PLUGIN_NAME.to_owned(), format!("plugin.name={v} is not supported yet; only pgoutput (built into PostgreSQL 10+) is")));
     }
@@ -583,6 +668,8 @@ impl PostgresConfig {
             },
             signal_table,
             message_prefixes: PrefixFilter::new(&c.list(MESSAGE_PREFIX_INCLUDE_LIST), &c.list(MESSAGE_PREFIX_EXCLUDE_LIST))?,
+            heartbeat_topic_prefix: c.string(TOPIC_HEARTBEAT_PREFIX).unwrap_or_else(|| DEFAULT_HEARTBEAT_PREFIX.to_owned()),
+            snapshot_lock_timeout_ms: (lower(SNAPSHOT_LOCKING_MODE) == "shared").then(|| c.int(SNAPSHOT_LOCK_TIMEOUT_MS).max(0) as u64),
             incremental_chunk_size: c.int(INCREMENTAL_SNAPSHOT_CHUNK_SIZE) as usize,
         })
     }
@@ -793,5 +880,43 @@ mod tests {
         assert!(err.contains("legacy.snapshot.max.threads") && err.contains("one session"), "{err}");
         let err = PostgresConfig::parse(&props(&[("snapshot.max.threads.multiplier", "2")])).unwrap_err().to_string();
         assert!(err.contains("snapshot.max.threads.multiplier") && err.contains("not supported yet"), "{err}");
+    }
+
+    /// Keys Debezium users set that used to be refused: accepted where sluice does the same,
+    /// otherwise refused with why and what to use instead.
+    #[test]
+    fn keys_debezium_users_set_are_accepted_or_refused_with_a_reason() {
+        let c = PostgresConfig::parse(&props(&[
+            ("topic.naming.strategy", "io.debezium.schema.DefaultTopicNamingStrategy"),
+            ("topic.delimiter", "."),
+            ("topic.heartbeat.prefix", "hb"),
+            ("schema.name.adjustment.mode", "none"),
+            ("field.name.adjustment.mode", "NONE"),
+            ("snapshot.locking.mode", "shared"),
+            ("snapshot.lock.timeout.ms", "2500"),
+            ("publish.via.partition.root", "false"),
+        ]))
+        .unwrap();
+        assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), ("hb", Some(2500)));
+        let c = PostgresConfig::parse(&props(&[("topic.naming.strategy", TOPIC_NAMING_STRATEGIES[0]), ("snapshot.locking.mode", "none")])).unwrap();
+        assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), (DEFAULT_HEARTBEAT_PREFIX, None));
+        for (key, value, says) in [
+            ("topic.naming.strategy", "com.example.MyStrategy", "RegexRouter"),
+            ("topic.delimiter", "_", "RegexRouter"),
+            ("schema.name.adjustment.mode", "avro", "set none"),
+            ("field.name.adjustment.mode", "avro_unicode", "set none"),
+            ("snapshot.locking.mode", "custom", "none or shared"),
+            ("snapshot.locking.mode", "exclusive", "snapshot.locking.mode"),
+            ("publish.via.partition.root", "true", "RegexRouter"),
+            ("snapshot.select.statement.overrides", "public.t", "additional-conditions"),
+            ("converters", "isbn", "Cast"),
+            ("post.processors", "reselector", "transforms"),
+        ] {
+            let err = PostgresConfig::parse(&props(&[(key, value)])).unwrap_err();
+            assert!(matches!(&err, ConnectError::Config { key: k, .. } if k == key), "{key}={value}: {err}");
+            assert!(err.to_string().contains(says), "{key}={value}: {err}");
+        }
+        let err = PostgresConfig::parse(&props(&[("snapshot.select.statement.overrides.public.t", "SELECT 1")])).unwrap_err().to_string();
+        assert!(err.contains("snapshot.select.statement.overrides"), "{err}");
     }
 }

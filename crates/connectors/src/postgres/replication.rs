@@ -626,7 +626,8 @@ fn collection(r: &SourceRecord) -> String {
     format!("{}.{}", part("schema"), part("table"))
 }
 
-/// Debezium's heartbeat record: topic `__debezium-heartbeat.<prefix>`, key
+/// Debezium's heartbeat record: topic `<topic.heartbeat.prefix>.<prefix>` (by default
+/// `__debezium-heartbeat.<prefix>`), key
 /// `{serverName}`, value `{ts_ms}`.
 fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
     let key_schema =
@@ -637,7 +638,7 @@ fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
     SourceRecord {
         source_partition: ctx.partition.clone(),
         source_offset: heartbeat_offset(lsn, ts * 1000),
-        topic: format!("__debezium-heartbeat.{}", ctx.cfg.topic_prefix),
+        topic: format!("{}.{}", ctx.cfg.heartbeat_topic_prefix, ctx.cfg.topic_prefix),
         key: Value::Struct(Struct::from_values(key_schema.clone(), vec![Value::String(ctx.cfg.topic_prefix.clone())])),
         key_schema: Some(key_schema),
         value: Value::Struct(Struct::from_values(value_schema.clone(), vec![Value::Int64(ts)])),

@@ -179,6 +179,13 @@ impl SnapshotReader {
                 TableProgress::After(after) => Some((t, after)),
             })
             .collect();
+        if let (Some(timeout), false) = (cfg.snapshot_lock_timeout_ms, queue.is_empty()) {
+            // snapshot.locking.mode=shared: held by the first session until the snapshot ends.
+            let names: Vec<String> = queue.iter().map(|(t, _)| t.quoted()).collect();
+            let lock = format!("SET LOCAL lock_timeout = {timeout}; LOCK TABLE {} IN ACCESS SHARE MODE", names.join(", "));
+            client.batch_execute(&lock).await.map_err(|e| catalog::query_error("locking the snapshot's tables (snapshot.locking.mode=shared)", e))?;
+            tracing::info!(tables = names.len(), "snapshot tables locked in ACCESS SHARE mode until the snapshot ends");
+        }
         let sessions = s.threads.min(queue.len()).max(1);
         let mut clients = vec![client];
         if sessions > 1 {

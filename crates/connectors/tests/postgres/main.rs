@@ -15,6 +15,7 @@ use sluice_api::{
 use sluice_connectors::postgres;
 use tokio_util::sync::CancellationToken;
 
+mod debezium_keys;
 mod handling_modes;
 mod messages;
 mod parallel_snapshot;
