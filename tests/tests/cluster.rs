@@ -156,6 +156,27 @@ fn wait_placed(node: &Node, timeout: Duration, what: &str, ok: impl Fn(&str) -> 
     }
 }
 
+/// Waits until every node in `nodes` runs part of the work and the group has been quiet
+/// (no worker joined or left a round) for a few seconds: a fault injected then meets
+/// workers between rebalances, heartbeating. Returns the placement.
+fn wait_settled(nodes: &[Node], what: &str) -> BTreeMap<String, String> {
+    let joins = || -> usize { nodes.iter().map(|n| n.container.logs().matches("joined the group").count()).sum() };
+    let deadline = Instant::now() + Duration::from_millis(DELAY_MS * 3 + 90_000);
+    let mut last = (joins(), Instant::now());
+    loop {
+        let placed = placement(&nodes[0]);
+        let everyone = placed.as_ref().is_some_and(|p| nodes.iter().all(|n| p.values().any(|w| *w == n.id())));
+        let now = joins();
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if everyone && last.1.elapsed() > Duration::from_secs(4) {
+            return placed.expect("checked above");
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: the group did not settle; last placement {placed:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 #[test]
 fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     let scope = Scope::new("cluster");
@@ -202,7 +223,7 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
 
     // 1. docker kill: the killed worker's work runs on the survivors within the scheduled
     //    delay plus the session timeout (and the time to start it again).
-    std::thread::sleep(Duration::from_secs(3));
+    wait_settled(&nodes, "a settled group before the kill");
     let victim = 1;
     let victim_id = nodes[victim].id();
     let member = nodes[victim].member_id();
@@ -228,7 +249,7 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     // 2. A partition: one worker loses the broker's network but still reaches Postgres. It
     //    stops its work once it cannot heartbeat; the others take it over; when it is back it
     //    rejoins. No sink table is written by the cut-off worker after another took over.
-    let placed = wait_placed(&nodes[0], Duration::from_secs(90), "everything RUNNING before the partition", |_| true);
+    let placed = wait_settled(&nodes, "a settled group before the partition");
     let cut = (0..3)
         .max_by_key(|i| placed.iter().filter(|(k, w)| k.starts_with("wh") && k.contains('-') && **w == nodes[*i].id()).count())
         .unwrap();
@@ -240,7 +261,8 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     eprintln!("cutting {cut_id} ({cut_addr} on the database network) off the broker; it runs sink tasks {cut_sinks:?}");
     let cut_at = pg.sql("wh", "SELECT clock_timestamp()");
     nodes[cut].container.disconnect(&kafka);
-    eventually(Duration::from_millis(SESSION_MS * 3), "the cut-off worker to stop its work", || {
+    // Half the session timeout without a successful heartbeat, then its tasks' graceful stop.
+    eventually(Duration::from_secs(30), "the cut-off worker to stop its work", || {
         nodes[cut].container.logs().contains("giving up this worker's assignment")
     });
     cluster.expire(&nodes[cut], &member);
@@ -269,6 +291,7 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     wait_placed(&nodes[(cut + 1) % 3], Duration::from_secs(90), "everything RUNNING after the partition healed", |_| true);
 
     // 3. A rolling restart of all three, one at a time.
+    wait_settled(&nodes, "a settled group before the rolling restart");
     for i in 0..3 {
         let stopping = Instant::now();
         nodes[i].container.stop(Duration::from_secs(30));
