@@ -237,7 +237,7 @@ pub fn text(value: &Value, schema: &Schema) -> Result<String, String> {
 /// that decimals are numbers (`json.decimal.format=NUMERIC`), so they stay numbers in `jsonb`.
 fn json_text(value: &Value, schema: &Schema) -> Result<String, String> {
     let mut out = Vec::new();
-    crate::s3_sink::format::json::write_json(&mut out, Some(schema), value, crate::s3_sink::config::DecimalFormat::Numeric)
+    crate::value_json::write_json(&mut out, Some(schema), value, crate::value_json::DecimalFormat::Numeric)
         .map_err(|e| format!("cannot write a {} value as JSON: {e}", schema.kind.json_name()))?;
     String::from_utf8(out).map_err(|e| format!("cannot write a {} value as JSON: {e}", schema.kind.json_name()))
 }

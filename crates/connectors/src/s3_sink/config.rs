@@ -164,11 +164,7 @@ impl ParquetCodec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecimalFormat {
-    Base64,
-    Numeric,
-}
+pub use crate::value_json::DecimalFormat;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PartitionerKind {
