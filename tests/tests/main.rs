@@ -8,6 +8,7 @@ mod distributed;
 mod docker;
 mod errors;
 mod exactly_once;
+mod health;
 mod image;
 mod kafka;
 mod kafka_overrides;

@@ -9,6 +9,7 @@
 //! | module | resource |
 //! | --- | --- |
 //! | [`root`] | `GET /`, `GET /health` |
+//! | [`health`] | `GET /health/connectors` (the `kafka-connect-healthcheck` contract) |
 //! | [`connectors`] | `/connectors`, a connector's config, status and lifecycle |
 //! | [`tasks`] | `/connectors/{name}/tasks…` |
 //! | [`offsets`] | `/connectors/{name}/offsets` and `/topics` |
@@ -45,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 pub mod connectors;
 pub mod error;
 mod forward;
+pub mod health;
 pub mod loggers;
 pub mod offsets;
 pub mod plugins;
@@ -80,6 +82,7 @@ fn routes(state: RestState) -> Router {
     Router::new()
         .route("/", get(root::server_info))
         .route("/health", get(root::health))
+        .route("/health/connectors", get(health::connectors))
         .route("/connectors", get(connectors::list).post(connectors::create))
         .route("/connectors/{connector}", get(connectors::info).delete(connectors::delete))
         .route("/connectors/{connector}/config", get(connectors::config).put(connectors::put_config).patch(connectors::patch_config))
