@@ -217,7 +217,7 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     assert_eq!(used.len(), 3, "the work spreads over the three workers: {placed:?}");
 
     // A steady writer: inserts only, each id once, round robin over the tables.
-    let writer = SqlWriter::start_psql(pg.psql("postgres", true), Duration::from_millis(20), |i| {
+    let writer = SqlWriter::start_psql(pg.psql("postgres", true), Duration::from_millis(50), |i| {
         format!("INSERT INTO t{} VALUES ({i}, 'v{i}');\n", i % TABLES as i64)
     });
 

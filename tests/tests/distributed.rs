@@ -522,9 +522,23 @@ fn a_sigkilled_workers_tasks_move_to_the_survivors_after_the_scheduled_delay() {
         expired.elapsed()
     );
     // The status topic can show the tasks moved before the leader's log line is read back.
-    eventually(Duration::from_secs(10), "the lost work moved when the delay expired", || {
-        sluice_tests::strip_ansi(&leader_worker.output()).contains("the scheduled rebalance delay expired")
-    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sluice_tests::strip_ansi(&leader_worker.output()).contains("the scheduled rebalance delay expired") {
+        if Instant::now() > deadline {
+            // What each worker's group membership did, to tell why the work moved early.
+            let rounds: Vec<String> = workers
+                .iter()
+                .map(|w| {
+                    let out = sluice_tests::strip_ansi(&w.output());
+                    let lines: Vec<&str> =
+                        out.lines().filter(|l| l.contains("group::") || l.contains("cooperative")).collect();
+                    format!("--- 127.0.0.1:{} ---\n{}", w.port, lines[lines.len().saturating_sub(25)..].join("\n"))
+                })
+                .collect();
+            panic!("the lost work did not move when the delay expired (it moved {:?} after the expiry)\n{}", expired.elapsed(), rounds.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     // Every row reaches the file; rows the killed tasks produced after their last offset
     // commit are produced again (at least once), and counted.
