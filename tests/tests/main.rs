@@ -17,6 +17,7 @@ mod pg_s3;
 mod pipeline;
 mod postgres;
 mod postgres_features;
+mod postgres_golden;
 mod postgres_incremental;
 mod quickstart;
 mod rest;

@@ -11,8 +11,10 @@
 //!  session N ─┘                                   records, offsets, first/last marks
 //! ```
 //!
-//! Records are `op: "r"`; `source.snapshot` is `first` for the first, `last` for the last
-//! and `true` in between; offsets carry `snapshot: true`, `last_snapshot_record` and where
+//! Records are `op: "r"`; `source.snapshot` is `first` for the first, `last` for the last,
+//! `first_in_data_collection` / `last_in_data_collection` for each table's first and last
+//! (with several sessions, a table's last record may go out as `true` when a record of another
+//! table came after it) and `true` in between; offsets carry `snapshot: true`, `last_snapshot_record` and where
 //! the snapshot stands after that record (`snapshot_table`, `snapshot_key`,
 //! `snapshot_open_tables`; see `offset.rs`). One record is held back so the last one can
 //! be marked. With several sessions the records of the tables read at once interleave in
@@ -102,6 +104,8 @@ pub struct SnapshotReader {
     held: Option<Held>,
     emitted: u64,
     resumed: bool,
+    /// Tables started from their first row whose first record is still to come.
+    fresh: std::collections::BTreeSet<TableId>,
     finished: bool,
     /// A session failed: every later call fails the same way (its table was not read).
     failed: Option<(bool, String)>,
@@ -124,6 +128,10 @@ struct Held {
     row: Row,
     /// The offset at this record (`last_snapshot_record` set when it turns out last).
     offset: SourceOffset,
+    /// The first record of a table read from its start (`first_in_data_collection`).
+    first_of_table: bool,
+    /// Its table finished while it was held: the table's last (`last_in_data_collection`).
+    last_of_table: bool,
 }
 
 pub struct SnapshotSettings {
@@ -222,6 +230,7 @@ impl SnapshotReader {
             rx,
             workers,
             resumed: resume.is_some(),
+            fresh: Default::default(),
             position: resume,
             chunk: None,
             lsn,
@@ -277,6 +286,9 @@ impl SnapshotReader {
             };
             match msg {
                 Some(Msg::Started { table, after }) => {
+                    if after.is_none() {
+                        self.fresh.insert(table.clone());
+                    }
                     let p = self.position.get_or_insert_with(|| SnapshotPosition { through: table.clone(), open: BTreeMap::new() });
                     p.through = p.through.clone().max(table.clone());
                     p.open.insert(table, after);
@@ -285,6 +297,11 @@ impl SnapshotReader {
                 Some(Msg::Finished(table)) => {
                     if let Some(p) = &mut self.position {
                         p.open.remove(&table);
+                    }
+                    // With one session the held record is the table's last; with several, a
+                    // record of another table may have come after it (then it goes out `true`).
+                    if let Some(held) = self.held.as_mut().filter(|h| h.table.id == table) {
+                        held.last_of_table = true;
                     }
                 }
                 Some(Msg::Failed(e)) => {
@@ -318,21 +335,31 @@ impl SnapshotReader {
         let p = self.position.as_mut().expect("rows come after their table's Started");
         p.open.insert(table.id.clone(), key);
         let offset = snapshot_offset(self.lsn, self.tx_id, self.ts_ms * 1000, false, Some(p));
-        if let Some(prev) = self.held.replace(Held { table, row, offset }) {
+        let first_of_table = self.fresh.remove(&table.id);
+        if let Some(prev) = self.held.replace(Held { table, row, offset, first_of_table, last_of_table: false }) {
             out.push(self.build(prev, false));
         }
     }
 
+    /// Debezium 3's `source.snapshot` markers, in its order of precedence: `last` for the
+    /// snapshot's last record, `first` for its first, `last_in_data_collection` /
+    /// `first_in_data_collection` for each table's last and first, `true` otherwise. The
+    /// sequence is `[null,"<consistent point>"]`, as Debezium writes it for snapshot records.
     fn build(&mut self, held: Held, last: bool) -> SourceRecord {
         let marker = if last {
             "last"
         } else if self.emitted == 0 && !self.resumed {
             "first"
+        } else if held.last_of_table {
+            "last_in_data_collection"
+        } else if held.first_of_table {
+            "first_in_data_collection"
         } else {
             "true"
         };
         self.emitted += 1;
-        let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(self.lsn.0), sequence: None };
+        let sequence = Some(format!("[null,\"{}\"]", self.lsn.0));
+        let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(self.lsn.0), sequence };
         let mut offset = held.offset;
         if last {
             offset.insert("last_snapshot_record".into(), serde_json::Value::Bool(true));
