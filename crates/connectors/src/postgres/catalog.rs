@@ -50,6 +50,8 @@ pub struct ColumnMeta {
     pub not_null: bool,
     /// Position in the primary key, when part of it.
     pub pk_position: Option<usize>,
+    /// The text form of the column's `DEFAULT` when it is a constant (see [`default_literal`]).
+    pub default: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -220,10 +222,11 @@ pub async fn columns(client: &Client, table: &TableId) -> ConnectResult<Vec<Colu
     let rows = client
         .query(
             "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull, \
-                    array_position(i.indkey::int2[], a.attnum) \
+                    array_position(i.indkey::int2[], a.attnum), pg_get_expr(d.adbin, d.adrelid) \
              FROM pg_attribute a \
              JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
              LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary \
+             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.attgenerated = '' \
              WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped \
              ORDER BY a.attnum",
             &[&table.schema, &table.table],
@@ -238,8 +241,50 @@ pub async fn columns(client: &Client, table: &TableId) -> ConnectResult<Vec<Colu
             type_modifier: r.get(2),
             not_null: r.get(3),
             pk_position: r.get::<_, Option<i32>>(4).map(|p| p as usize),
+            default: r.get::<_, Option<String>>(5).as_deref().and_then(default_literal),
         })
         .collect())
+}
+
+/// The constant of a column `DEFAULT` as `pg_get_expr` writes it, in the text form the
+/// replication stream uses for that type: `42`, `(-1)`, `'dflt'::text`, `'2020-01-01'::date`,
+/// `true`. Anything else (a function such as `now()` or `nextval(…)`, an expression, `NULL`)
+/// has no constant, and the column's schema gets no default, as in Debezium.
+pub fn default_literal(expr: &str) -> Option<String> {
+    let mut e = expr.trim();
+    while let Some(inner) = e.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        e = inner.trim();
+    }
+    if let Some(rest) = e.strip_prefix('\'') {
+        // A quoted literal ('' is a quote), then nothing or a cast.
+        let mut text = String::new();
+        let mut chars = rest.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if c == '\'' {
+                if matches!(chars.peek(), Some((_, '\''))) {
+                    chars.next();
+                    text.push('\'');
+                    continue;
+                }
+                let after = rest[i + 1..].trim();
+                let cast = after
+                    .strip_prefix("::")
+                    .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || " _.[]\"".contains(c)));
+                return (after.is_empty() || cast).then_some(text);
+            }
+            text.push(c);
+        }
+        return None;
+    }
+    let number = e.strip_prefix('-').unwrap_or(e);
+    if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.') && number.chars().filter(|c| *c == '.').count() <= 1 {
+        return Some(e.to_owned());
+    }
+    match e {
+        "true" => Some("t".to_owned()),
+        "false" => Some("f".to_owned()),
+        _ => None,
+    }
 }
 
 /// Resolves column types, asking the catalog about enums, domains and their arrays.
@@ -260,6 +305,7 @@ impl TypeResolver {
                 ty,
                 not_null: c.not_null,
                 pk_position: c.pk_position,
+                default: c.default.clone(),
             });
         }
         Ok(specs)
@@ -341,4 +387,35 @@ pub async fn missing_included_tables(client: &Client, filter: &TableFilter) -> C
 /// `SET TRANSACTION SNAPSHOT` statement for an exported snapshot name.
 pub fn set_snapshot_sql(name: &str) -> String {
     format!("SET TRANSACTION SNAPSHOT {}", quote_literal(name))
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::default_literal;
+
+    #[test]
+    fn constant_defaults_are_read_and_others_are_not() {
+        for (expr, want) in [
+            ("42", Some("42")),
+            ("(-1)", Some("-1")),
+            ("'-1.5'::numeric", Some("-1.5")),
+            ("0.25", Some("0.25")),
+            ("'dflt'::text", Some("dflt")),
+            ("'it''s'::character varying", Some("it's")),
+            ("''::text", Some("")),
+            ("'2020-01-01'::date", Some("2020-01-01")),
+            ("'{}'::integer[]", Some("{}")),
+            ("true", Some("t")),
+            ("false", Some("f")),
+            ("nextval('t_id_seq'::regclass)", None),
+            ("now()", None),
+            ("CURRENT_TIMESTAMP", None),
+            ("NULL::text", None),
+            ("('a'::text || 'b'::text)", None),
+            ("'x'::text || 'y'", None),
+            ("1 + 2", None),
+        ] {
+            assert_eq!(default_literal(expr).as_deref(), want, "{expr}");
+        }
+    }
 }

@@ -130,6 +130,9 @@ pub struct ColumnSpec {
     pub ty: Option<PgType>,
     pub not_null: bool,
     pub pk_position: Option<usize>,
+    /// The column's constant `DEFAULT`, in the stream's text form: the field's schema default,
+    /// as Debezium puts it there.
+    pub default: Option<String>,
 }
 
 /// Everything needed to turn a table's tuples into records.
@@ -175,7 +178,11 @@ impl TableSchema {
                 let mapper = rules.mapper_for(&id, &s.name, s.source);
                 let in_value = rules.includes(&id, &s.name);
                 let optional = !s.not_null && s.pk_position.is_none();
-                let schema = mapping::schema(&ty, modes, optional).into_ref();
+                let mut schema = mapping::schema(&ty, modes, optional);
+                if let Some(default) = s.default.as_deref().and_then(|text| mapping::value(&ty, modes, text).ok()) {
+                    schema = schema.with_default(default);
+                }
+                let schema = schema.into_ref();
                 Some(Column { name: s.name, ty, optional, mapper, in_value, schema })
             })
             .collect();
@@ -399,6 +406,7 @@ mod tests {
                 ty: Some(PgType::Text),
                 not_null: false,
                 pk_position: None,
+                default: None,
             },
             ColumnSpec {
                 source: SourceColumn::of(25, -1),
@@ -406,8 +414,16 @@ mod tests {
                 ty: Some(PgType::Int4),
                 not_null: true,
                 pk_position: Some(1),
+                default: None,
             },
-            ColumnSpec { source: SourceColumn::of(25, -1), name: "weird".into(), ty: None, not_null: false, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "weird".into(),
+                ty: None,
+                not_null: false,
+                pk_position: None,
+                default: None,
+            },
         ];
         let t = TableSchema::new(
             "srv",
@@ -443,11 +459,26 @@ mod tests {
         assert_eq!(
             names(source.schema()),
             [
-                "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns", "schema", "table", "txId",
-                "lsn", "xmin", "origin", "origin_lsn"
+                "version",
+                "connector",
+                "name",
+                "ts_ms",
+                "snapshot",
+                "db",
+                "sequence",
+                "ts_us",
+                "ts_ns",
+                "schema",
+                "table",
+                "txId",
+                "lsn",
+                "xmin",
+                "origin",
+                "origin_lsn"
             ]
         );
-        let (Some(Value::Int64(ms)), Some(Value::Int64(us)), Some(Value::Int64(ns))) = (env.get("ts_ms"), env.get("ts_us"), env.get("ts_ns"))
+        let (Some(Value::Int64(ms)), Some(Value::Int64(us)), Some(Value::Int64(ns))) =
+            (env.get("ts_ms"), env.get("ts_us"), env.get("ts_ns"))
         else {
             panic!("{env:?}")
         };
@@ -464,16 +495,39 @@ mod tests {
                 ty: Some(PgType::Int8),
                 not_null: true,
                 pk_position: Some(1),
+                default: None,
             },
-            ColumnSpec { source: SourceColumn::of(25, -1), name: "v".into(), ty: Some(PgType::Int4), not_null: true, pk_position: None },
-            ColumnSpec { source: SourceColumn::of(25, -1), name: "note".into(), ty: Some(PgType::Text), not_null: true, pk_position: None },
-            ColumnSpec { source: SourceColumn::of(25, -1), name: "flag".into(), ty: Some(PgType::Bool), not_null: true, pk_position: None },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "v".into(),
+                ty: Some(PgType::Int4),
+                not_null: true,
+                pk_position: None,
+                default: None,
+            },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "note".into(),
+                ty: Some(PgType::Text),
+                not_null: true,
+                pk_position: None,
+                default: None,
+            },
+            ColumnSpec {
+                source: SourceColumn::of(25, -1),
+                name: "flag".into(),
+                ty: Some(PgType::Bool),
+                not_null: true,
+                pk_position: None,
+                default: None,
+            },
             ColumnSpec {
                 source: SourceColumn::of(25, -1),
                 name: "maybe".into(),
                 ty: Some(PgType::Int4),
                 not_null: false,
                 pk_position: None,
+                default: None,
             },
         ];
         let t = TableSchema::new(
@@ -510,6 +564,7 @@ mod tests {
                 ty: Some(PgType::Int4),
                 not_null: true,
                 pk_position: Some(1),
+                default: None,
             },
             ColumnSpec {
                 source: SourceColumn::of(1700, -1),
@@ -517,6 +572,7 @@ mod tests {
                 ty: Some(unconstrained.clone()),
                 not_null: false,
                 pk_position: None,
+                default: None,
             },
             ColumnSpec {
                 source: SourceColumn::of(1700, -1),
@@ -524,6 +580,7 @@ mod tests {
                 ty: Some(PgType::Array(Box::new(unconstrained))),
                 not_null: false,
                 pk_position: None,
+                default: None,
             },
         ];
         let t = TableSchema::new(
@@ -559,6 +616,7 @@ mod tests {
                     ty: Some(PgType::Int4),
                     not_null: true,
                     pk_position: Some(1),
+                    default: None,
                 },
                 ColumnSpec {
                     source: SourceColumn::of(25, -1),
@@ -566,6 +624,7 @@ mod tests {
                     ty: Some(PgType::Text),
                     not_null: false,
                     pk_position: None,
+                    default: None,
                 },
                 ColumnSpec {
                     source: SourceColumn::of(25, -1),
@@ -573,6 +632,7 @@ mod tests {
                     ty: Some(PgType::Int8),
                     not_null: true,
                     pk_position: None,
+                    default: None,
                 },
             ]
         };

@@ -509,6 +509,7 @@ mod tests {
             ty: Some(ty),
             not_null: pk.is_some(),
             pk_position: pk,
+            default: None,
         };
         let specs = vec![spec("id", PgType::Int4, Some(1)), spec("v", PgType::Int4, None)];
         let modes = Modes::DEFAULT;

@@ -354,6 +354,7 @@ impl Stream {
                 ty,
                 not_null: m.is_some_and(|m| m.not_null),
                 pk_position: m.and_then(|m| m.pk_position),
+                default: m.and_then(|m| m.default.clone()),
             });
         }
         let mut key: Vec<(usize, usize)> = specs.iter().enumerate().filter_map(|(i, s)| s.pk_position.map(|p| (p, i))).collect();
@@ -548,7 +549,10 @@ impl Stream {
         handed: &mut Handed,
     ) -> ConnectResult<()> {
         let cfg = ctx.cfg;
-        let topic = self.messages.get_or_insert_with(|| MessageTopic::new(&cfg.topic_prefix, &cfg.dbname, cfg.binary_mode, ctx.source_schema)).clone();
+        let topic = self
+            .messages
+            .get_or_insert_with(|| MessageTopic::new(&cfg.topic_prefix, &cfg.dbname, cfg.binary_mode, ctx.source_schema))
+            .clone();
         let wanted = cfg.message_prefixes.includes(prefix);
         match self.txn.as_mut().filter(|_| transactional) {
             Some(txn) => {
@@ -560,7 +564,12 @@ impl Stream {
                     if let (Some(tx_topic), Some(counts)) = (&cfg.transaction_topic, txn.counts.as_mut()) {
                         if counts.begin_pending && !durable_already {
                             counts.begin_pending = false;
-                            out.push(tx_topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
+                            out.push(tx_topic.begin(
+                                counts,
+                                lsn,
+                                ctx.partition,
+                                change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0),
+                            ));
                         }
                     }
                     let info = SourceInfo {
@@ -591,8 +600,13 @@ impl Stream {
                 let resume = Lsn(lsn.0 + 1);
                 self.last_commit_lsn = Some(lsn);
                 let ts_usec = self.last_begin_ts_usec.unwrap_or_else(|| now_ms() * 1000);
-                let info =
-                    SourceInfo { ts_ms: ts_usec.div_euclid(1000), snapshot: "false", tx_id: None, lsn: Some(lsn.0), sequence: Some(sequence(Some(lsn), lsn)) };
+                let info = SourceInfo {
+                    ts_ms: ts_usec.div_euclid(1000),
+                    snapshot: "false",
+                    tx_id: None,
+                    lsn: Some(lsn.0),
+                    sequence: Some(sequence(Some(lsn), lsn)),
+                };
                 out.push(topic.record(prefix, content, &info, ctx.source_schema, ctx.partition, heartbeat_offset(resume, ts_usec)));
                 *handed = Handed { resume, skip: None, last_commit: Some(lsn) };
             }
