@@ -16,13 +16,18 @@ fn kafka_log(bootstrap: &str) -> KafkaLog {
     KafkaLog::connect(KafkaOptions::from_worker_props(&props).unwrap()).unwrap()
 }
 
-/// Every record value of a topic, read back from the broker.
+/// Every record value of a topic, read back from the broker (none while the worker has not
+/// created the topic yet), and the broker's topics.
 fn topic_values(bootstrap: &str, topic: &str) -> (Vec<String>, Vec<String>) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     rt.block_on(async {
         let log = kafka_log(bootstrap);
         let tp = TopicPartition::new(topic, 0);
-        let (mut next, end) = log.offsets(&tp).await.unwrap();
+        let (mut next, end) = match log.offsets(&tp).await {
+            Ok(bounds) => bounds,
+            Err(sluice_runtime::log::LogError::UnknownPartition { .. } | sluice_runtime::log::LogError::UnknownTopic(_)) => (0, 0),
+            Err(e) => panic!("reading the offsets of {topic}: {e}"),
+        };
         let mut values = Vec::new();
         while next < end {
             let batch = log.read(&tp, next, 1 << 20, Duration::from_secs(1)).await.unwrap();
