@@ -28,6 +28,7 @@ use sluice_api::{SchemaRef, SchemaType, SinkRecord, Struct, TopicPartition, Valu
 
 use super::config::{Flavor, InsertMode, JdbcSinkConfig, PkMode};
 use super::schema::{self, Cell};
+use crate::value_json::kind;
 
 /// Default names of the `pk.mode=kafka` columns.
 pub const KAFKA_PK_NAMES: [&str; 3] = ["__connect_topic", "__connect_partition", "__connect_offset"];
@@ -279,19 +280,6 @@ fn shape(record: &SinkRecord) -> Result<(Shape<'_>, Option<&Struct>), String> {
     Ok((shape, source))
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Boolean(_) => "a boolean",
-        Value::Int8(_) | Value::Int16(_) | Value::Int32(_) | Value::Int64(_) => "an integer",
-        Value::Float32(_) | Value::Float64(_) => "a float",
-        Value::String(_) => "a string",
-        Value::Bytes(_) => "bytes",
-        Value::Array(_) => "an array",
-        Value::Map(_) => "a map",
-        Value::Struct(_) => "a struct",
-    }
-}
 
 /// A short text form of a record key, for error messages.
 pub fn describe_key(v: &Value) -> String {

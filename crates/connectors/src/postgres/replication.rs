@@ -441,13 +441,7 @@ impl Stream {
             _ => None,
         };
         let first = out.len();
-        let info = SourceInfo {
-            ts_ms: ts_usec.div_euclid(1000),
-            snapshot: "false",
-            tx_id: Some(i64::from(xid)),
-            lsn: Some(lsn.0),
-            sequence: Some(sequence(self.last_commit_lsn, lsn)),
-        };
+        let info = Self::change_info(self.last_commit_lsn, xid, ts_usec, lsn);
         let offset = || change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, seq);
         // Change records leave their position to the tail (see [`Tail`]).
         let no_position = SourcePartition::new();
@@ -532,6 +526,18 @@ impl Stream {
 }
 
 impl Stream {
+    /// The `source` block of a streamed event at `lsn` in transaction `xid` committed at
+    /// `ts_usec`, after the commit `last_commit`.
+    fn change_info(last_commit: Option<Lsn>, xid: u32, ts_usec: i64, lsn: Lsn) -> SourceInfo {
+        SourceInfo {
+            ts_ms: ts_usec.div_euclid(1000),
+            snapshot: "false",
+            tx_id: Some(i64::from(xid)),
+            lsn: Some(lsn.0),
+            sequence: Some(sequence(last_commit, lsn)),
+        }
+    }
+
     /// A logical decoding message (see `message.rs`). A transactional one is a change of its
     /// transaction: counted in `txn_seq` whether or not its prefix is emitted, skipped when a
     /// restart resends it durable already, positioned through [`Tail`]. A non-transactional
@@ -572,13 +578,7 @@ impl Stream {
                             ));
                         }
                     }
-                    let info = SourceInfo {
-                        ts_ms: ts_usec.div_euclid(1000),
-                        snapshot: "false",
-                        tx_id: Some(i64::from(xid)),
-                        lsn: Some(lsn.0),
-                        sequence: Some(sequence(self.last_commit_lsn, lsn)),
-                    };
+                    let info = Self::change_info(self.last_commit_lsn, xid, ts_usec, lsn);
                     let mut record = topic.record(prefix, content, &info, ctx.source_schema, &SourcePartition::new(), SourceOffset::new());
                     if let (Some(tx_topic), Some(counts)) = (&cfg.transaction_topic, txn.counts.as_mut()) {
                         tx_topic.event(counts, message::COLLECTION, lsn, &mut record);
