@@ -110,13 +110,9 @@ impl SourceRunner {
         if let Some(eos) = self.exactly_once.take() {
             return self.run_transactional(eos, shutdown).await;
         }
-        let mut backoff = Backoff::new();
-        while let Err(e) = self.task.start(self.ctx.clone()).await {
-            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
-                return Ok(());
-            }
+        if !self.start_task(&shutdown).await? {
+            return Ok(());
         }
-        self.state.running();
         let (tx, rx) = mpsc::channel::<InFlight>(MAX_IN_FLIGHT_BATCHES);
         let (committed_tx, mut committed_rx) = mpsc::unbounded_channel::<Committed>();
         let failure = Arc::new(Mutex::new(None::<ConnectError>));
@@ -148,6 +144,19 @@ impl SourceRunner {
             (Ok(()), Some(e)) => Err(e),
             (Ok(()), None) => Ok(()),
         }
+    }
+
+    /// Starts the task, again after a retriable failure ([`super::start_failed`]); false
+    /// when `shutdown` came first.
+    async fn start_task(&mut self, shutdown: &CancellationToken) -> ConnectResult<bool> {
+        let mut backoff = Backoff::new();
+        while let Err(e) = self.task.start(self.ctx.clone()).await {
+            if !super::start_failed(e, &mut self.state, &mut backoff, shutdown).await? {
+                return Ok(false);
+            }
+        }
+        self.state.running();
+        Ok(true)
     }
 
     async fn notify_commit(&mut self, committed: &Committed) {
@@ -230,13 +239,9 @@ impl SourceRunner {
         let writer = eos.writer;
         writer.init().await.map_err(|e| ConnectError::fatal_from("cannot initialize the task's transactional producer", e))?;
         self.offsets.reload_connector(&self.id.connector).await?;
-        let mut backoff = Backoff::new();
-        while let Err(e) = self.task.start(self.ctx.clone()).await {
-            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
-                return Ok(());
-            }
+        if !self.start_task(&shutdown).await? {
+            return Ok(());
         }
-        self.state.running();
         let mut txn = Txn { open: None, offsets: BTreeMap::new() };
         let result = self.transactional_loop(writer.as_ref(), eos.boundary, &mut txn, &shutdown).await;
         let result = match result {
