@@ -3,14 +3,15 @@
 #   - lists the modules imported by the Python the tests run (snippets embedded in the Rust
 #     tests, the .py files under tests/services/), leaving out the standard library;
 #   - imports each one with `python -I` (no user site, no PYTHONPATH) from the venvs that
-#     kafka.sh and s3.sh install, and fails naming any module neither venv has;
+#     kafka.sh, s3.sh and tools.sh install, and fails naming any module none of them has;
 #   - fails when a test starts a bare `python`/`python3` instead of a venv interpreter.
 # setup.sh runs it after installing; run it alone after changing a test's Python.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 KAFKA_VENV=${KAFKA_VENV:-$HOME/.cache/sluice-test/kafka-venv}
 S3_VENV=${S3_VENV:-$HOME/.cache/sluice-test/moto-5.2.5}
-venvs=("$KAFKA_VENV" "$S3_VENV")
+TOOLS_VENV=${TOOLS_VENV:-$HOME/.cache/sluice-test/tools-venv}
+venvs=("$KAFKA_VENV" "$S3_VENV" "$TOOLS_VENV")
 for v in "${venvs[@]}"; do
   [[ -x "$v/bin/python" ]] || { echo "check-python: no venv at $v (run tests/services/setup.sh)" >&2; exit 1; }
 done

@@ -26,6 +26,7 @@ fi
 ./kafka.sh install noida >/dev/null
 ./kafka.sh install tansu >/dev/null
 ./s3.sh install >/dev/null
+./tools.sh install >/dev/null
 # The container tests' images that do not depend on the build (the sluice image is made from
 # the binary under test by the tests themselves).
 ./docker.sh check

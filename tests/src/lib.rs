@@ -86,8 +86,11 @@ impl Worker {
         }
         match &self.launch {
             Launch::Properties { props, connector_files } => {
+                // Most tests check Kafka Connect's own contract, where a failed task stays
+                // FAILED: their workers run with `restart.policy=never`. Tests of the
+                // automatic restarts pass `restart.policy=on-failure` (a later key wins).
                 let mut text = format!(
-                    "listeners=http://127.0.0.1:{}\ndata.dir={}\noffset.flush.interval.ms=1000\n",
+                    "listeners=http://127.0.0.1:{}\ndata.dir={}\noffset.flush.interval.ms=1000\nrestart.policy=never\n",
                     self.port,
                     self.dir.join("data").display()
                 );
@@ -100,7 +103,7 @@ impl Worker {
                 cmd.arg("standalone").arg(&file).args(connector_files);
             }
             Launch::Distributed { props } => {
-                let mut text = format!("listeners=http://127.0.0.1:{}\noffset.flush.interval.ms=1000\n", self.port);
+                let mut text = format!("listeners=http://127.0.0.1:{}\noffset.flush.interval.ms=1000\nrestart.policy=never\n", self.port);
                 for (k, v) in props {
                     text.push_str(&format!("{k}={v}\n"));
                 }
@@ -172,6 +175,14 @@ impl Worker {
 
     pub fn get(&self, path: &str) -> (u16, Json) {
         Self::finish(self.agent.get(self.url(path)).call())
+    }
+
+    /// A GET whose answer is not JSON: status, content type and body.
+    pub fn get_text(&self, path: &str) -> (u16, String, String) {
+        let mut resp = self.agent.get(self.url(path)).call().unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let ctype = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let body = resp.body_mut().read_to_string().unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        (resp.status().as_u16(), ctype, body)
     }
 
     pub fn delete(&self, path: &str) -> (u16, Json) {
@@ -331,6 +342,16 @@ pub fn validate_errors_of(infos: &Json, key: &str) -> Vec<String> {
         .filter(|c| c["value"]["name"] == key)
         .flat_map(|c| c["value"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_owned()))
         .collect()
+}
+
+/// The records of `topic` in the embedded log under `data` (`sluice topics consume`), one
+/// JSON object each; none while the topic does not exist yet.
+pub fn consume_topic(data: &Path, topic: &str) -> Vec<Json> {
+    let (code, out, _) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().expect("utf-8 path"), "--from-beginning"]);
+    if code != 0 {
+        return Vec::new();
+    }
+    out.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()
 }
 
 pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
@@ -513,6 +534,13 @@ pub fn first_deliveries(items: &[String]) -> Vec<String> {
     items.iter().filter(|l| seen.insert(l.as_str())).cloned().collect()
 }
 
+/// The interpreter of the tests' tools venv (`tests/services/tools.sh`: Prometheus' parser).
+pub fn tools_python() -> PathBuf {
+    let out = Command::new("bash").arg(service_script("tools.sh")).arg("python").output().expect("run tools.sh");
+    assert!(out.status.success(), "tools.sh python failed: {}", String::from_utf8_lossy(&out.stderr));
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
 fn service_script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("services").join(name)
 }
@@ -666,6 +694,13 @@ impl Postgres {
     /// Stops the server (fast shutdown: sessions are ended) and starts it again on the
     /// same data and port.
     pub fn restart(&self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// Stops the server (fast shutdown: sessions are ended); [`Postgres::start_again`] brings
+    /// it back on the same data and port.
+    pub fn stop(&self) {
         let script = service_script("postgres.sh");
         let stop = Command::new("bash").arg(&script).arg("stop").arg(self.dir.path()).arg("fast").output().expect("run postgres.sh");
         if !stop.status.success() {
@@ -677,6 +712,10 @@ impl Postgres {
                 tail.join("\n")
             );
         }
+    }
+
+    pub fn start_again(&self) {
+        let script = service_script("postgres.sh");
         let start = Command::new("bash")
             .arg(&script)
             .arg("start")

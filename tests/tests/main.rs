@@ -13,6 +13,7 @@ mod image;
 mod kafka;
 mod kafka_overrides;
 mod kafka_security;
+mod metrics;
 mod pg_s3;
 mod pipeline;
 mod postgres;

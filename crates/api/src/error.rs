@@ -1,7 +1,10 @@
 //! Errors typed by the action they trigger.
 //!
 //! - [`ConnectError::Retriable`]: back off and try again; the task stays RUNNING.
-//! - [`ConnectError::Fatal`]: the task (or connector) goes FAILED with the trace.
+//! - [`ConnectError::Fatal`]: the task (or connector) goes FAILED with the trace; the worker
+//!   restarts it after a backoff (`restart.policy`), as a restart may clear it.
+//! - [`ConnectError::Permanent`]: FAILED, and no restart helps (credentials refused, a
+//!   replication slot gone, an incompatible schema): it stays FAILED until someone acts.
 //! - [`ConnectError::Config`]: the configuration is rejected; REST answers 400.
 
 use std::error::Error as StdError;
@@ -22,6 +25,13 @@ pub enum ConnectError {
     /// A failure that retrying will not fix.
     #[error("{message}")]
     Fatal {
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A failure no retry or restart can fix; the trace says what to do.
+    #[error("{message}")]
+    Permanent {
         message: String,
         #[source]
         source: Option<BoxError>,
@@ -48,12 +58,25 @@ impl ConnectError {
         Self::Fatal { message: message.into(), source: Some(source.into()) }
     }
 
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self::Permanent { message: message.into(), source: None }
+    }
+
+    pub fn permanent_from(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Permanent { message: message.into(), source: Some(source.into()) }
+    }
+
     pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Config { key: key.into(), message: message.into() }
     }
 
     pub fn is_retriable(&self) -> bool {
         matches!(self, Self::Retriable { .. })
+    }
+
+    /// A restart cannot help: a configuration error or a [`ConnectError::Permanent`] failure.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::Permanent { .. } | Self::Config { .. })
     }
 
     /// The error and its `source()` chain, one cause per line, as shown in a status trace.
@@ -89,5 +112,9 @@ mod tests {
         assert_eq!(err.trace(), "ConnectException: could not open /x\nCaused by: no such file");
         assert!(!err.is_retriable());
         assert!(ConnectError::retriable("x").is_retriable());
+        assert!(ConnectError::permanent("slot gone").is_permanent());
+        assert!(ConnectError::config("k", "bad").is_permanent());
+        assert!(!err.is_permanent());
+        assert_eq!(ConnectError::permanent("slot gone").trace(), "ConnectException: slot gone");
     }
 }

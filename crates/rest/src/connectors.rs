@@ -9,7 +9,7 @@ use axum::Json;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::{Map, Value};
 use sluice_api::Props;
-use sluice_runtime::herder::{ConnectorInfo, ConnectorStateInfo, HerderError, RestartRequest, TargetState};
+use sluice_runtime::herder::{ConnectorInfo, ConnectorStateInfo, HerderError, RestartRequest, RestartsInfo, TargetState};
 
 use crate::error::{ApiError, ApiResult};
 use crate::request::{self, JsonBody, PathParams, Query};
@@ -222,6 +222,12 @@ pub async fn restart(State(state): State<RestState>, PathParams(name): PathParam
         None => StatusCode::NO_CONTENT.into_response(),
         Some(status) => (StatusCode::ACCEPTED, Json(status)).into_response(),
     })
+}
+
+/// `GET /connectors/{name}/restarts`: the automatic restarts of the connector and its tasks
+/// on this worker (count, last restart, next attempt, last error and its class).
+pub async fn restarts(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<Json<RestartsInfo>> {
+    Ok(Json(state.herder.restarts(&name).await?))
 }
 
 /// `PUT /connectors/{name}/pause`: 202.

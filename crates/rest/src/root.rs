@@ -29,16 +29,36 @@ pub struct WorkerStatus {
 pub const HEALTHY: WorkerStatus =
     WorkerStatus { status: "healthy", message: "Worker has completed startup and is ready to handle requests." };
 pub const STARTING: WorkerStatus = WorkerStatus { status: "starting", message: "Worker is still starting up." };
+pub const UNHEALTHY: WorkerStatus = WorkerStatus {
+    status: "unhealthy",
+    message: "Worker was unable to handle this request and may be unable to handle other requests.",
+};
 
-/// `GET /health`: 200 once the herder has started, 503 before.
-///
-/// Connect also sends a no-op request through its herder's queue and answers 500
-/// ("unhealthy") if that times out after start-up; our herder has no such probe yet, so a
-/// started worker is always reported healthy.
+/// How long `GET /health` waits for the herder (Connect's `DEFAULT_HEALTH_CHECK_TIMEOUT_MS`).
+pub const HEALTH_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `GET /health`: 503 while the herder starts; once started, 200 when the herder takes a
+/// request within [`HEALTH_CHECK_TIMEOUT`] (Connect sends a no-op through its herder's queue;
+/// ours takes the lock every management call takes), else 500 ("unhealthy"). A failed
+/// connector never fails it.
 pub async fn health(State(state): State<RestState>) -> (StatusCode, Json<WorkerStatus>) {
     if state.herder.is_ready() {
-        (StatusCode::OK, Json(HEALTHY))
+        if state.herder.responsive(HEALTH_CHECK_TIMEOUT).await {
+            (StatusCode::OK, Json(HEALTHY))
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(UNHEALTHY))
+        }
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, Json(STARTING))
+    }
+}
+
+/// `GET /metrics`: the worker's metrics in Prometheus' text exposition format (see
+/// `sluice_runtime::metrics` for the names).
+pub async fn metrics(State(state): State<RestState>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match state.herder.metrics().await {
+        Some(text) => ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
+        None => crate::error::ApiError::no_such_path().into_response(),
     }
 }

@@ -8,6 +8,7 @@ pub mod convert;
 pub mod herder;
 pub mod log;
 pub mod logging;
+pub mod metrics;
 pub mod partitioner;
 pub mod plugins;
 pub mod store;

@@ -113,6 +113,26 @@ pub struct ConnectorOffset {
     pub offset: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// `GET /connectors/{name}/restarts`: the automatic restarts of a connector and its tasks
+/// run by this worker (sluice's own endpoint; see [`crate::worker::restart`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RestartsInfo {
+    pub name: String,
+    /// The worker answering: in a group, each worker knows the restarts of what it runs.
+    pub worker_id: String,
+    /// `None` when the connector instance never failed here.
+    pub connector: Option<crate::worker::restart::RestartRecord>,
+    /// Tasks that failed here at least once.
+    pub tasks: Vec<TaskRestarts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRestarts {
+    pub id: u32,
+    #[serde(flatten)]
+    pub record: crate::worker::restart::RestartRecord,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestartRequest {
     pub include_tasks: bool,
@@ -186,6 +206,12 @@ pub trait Herder: Send + Sync + 'static {
     /// Whether start-up is complete and the worker serves requests (`GET /health`).
     fn is_ready(&self) -> bool;
 
+    /// Whether the herder can take a request within `within` (`GET /health`'s probe, as
+    /// Connect's no-op through its herder thread).
+    async fn responsive(&self, _within: std::time::Duration) -> bool {
+        true
+    }
+
     /// In a group, on a follower: the leader's REST URL, where writes are forwarded.
     fn leader_url(&self) -> Option<String> {
         None
@@ -228,6 +254,16 @@ pub trait Herder: Send + Sync + 'static {
     async fn restart_connector(&self, name: &str, req: RestartRequest) -> HerderResult<Option<ConnectorStateInfo>>;
 
     async fn restart_task(&self, id: &ConnectorTaskId) -> HerderResult<()>;
+
+    /// `GET /metrics`: this worker's metrics in Prometheus' text format.
+    async fn metrics(&self) -> Option<String> {
+        None
+    }
+
+    /// The automatic restarts of the connector and its tasks on this worker.
+    async fn restarts(&self, name: &str) -> HerderResult<RestartsInfo> {
+        Err(HerderError::connector_not_found(name))
+    }
 
     async fn set_target_state(&self, name: &str, state: TargetState) -> HerderResult<()>;
 

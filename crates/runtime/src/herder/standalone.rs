@@ -21,32 +21,22 @@ use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use serde_json::json;
-use sluice_api::{ConfigDef, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, Props, SinkTaskContext, SourceTaskContext, Task};
+use sluice_api::{ConfigDef, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, Props};
 use tokio::sync::{mpsc, watch, Mutex};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::validate::{self, invalid_message, redact};
 use super::*;
-use crate::log::{ClientOverrides, Log};
+use crate::log::Log;
 use crate::plugins::Plugins;
 use crate::store::config::{ConfigSnapshot, ConfigStore, ConnectorConfigState};
-use crate::store::offset::{ConnectorOffsets, OffsetStore};
+use crate::store::offset::OffsetStore;
 use crate::store::status::StatusStore;
-use crate::task::errors::ErrorPolicy;
-use crate::task::exactly_once::{self, WorkerSupport};
-use crate::task::sink::{SinkRunner, Subscription};
-use crate::task::source::{ExactlyOnce, SourceRunner};
-use crate::task::topic_creation::TopicCreator;
-use crate::task::{ConverterSpec, RecordConverters, StateReporter, TaskState};
-use crate::transform::TransformChain;
+use crate::task::exactly_once::WorkerSupport;
 use crate::worker::config::WorkerConfig;
-use crate::worker::overrides::OffsetReset;
-
-struct TaskHandle {
-    shutdown: CancellationToken,
-    join: JoinHandle<()>,
-}
+use crate::worker::restart::{Decision, FailureClass, Streak, Unit};
+use crate::worker::task::{TaskHandle, TaskSpec, Worker};
 
 struct Entry {
     state: ConnectorConfigState,
@@ -55,17 +45,33 @@ struct Entry {
     instance: Option<Box<dyn Connector>>,
     target_tx: watch::Sender<TargetState>,
     tasks: BTreeMap<u32, TaskHandle>,
+    /// Automatic restarts of the connector instance since it was last healthy.
+    streak: Streak,
+    /// Bumped at every start of the instance: a scheduled automatic restart carries the
+    /// value it was scheduled at and is dropped when anything started the connector since.
+    starts: u64,
+}
+
+impl Entry {
+    fn new(state: ConnectorConfigState, plugin: ConnectorPlugin) -> Self {
+        let (target_tx, _) = watch::channel(state.target);
+        Self { state, plugin, instance: None, target_tx, tasks: BTreeMap::new(), streak: Streak::new(), starts: 0 }
+    }
 }
 
 enum Request {
     Reconfigure(String),
     Failed(String, String),
+    /// An automatic restart of a failed connector, scheduled at its `starts`.
+    Restart(String, u64),
 }
 
 pub struct StandaloneHerder {
     worker: WorkerConfig,
     log: Arc<dyn Log>,
     plugins: Arc<Plugins>,
+    /// Builds, runs and supervises this worker's tasks.
+    tasks: Arc<Worker>,
     configs: ConfigStore,
     offsets: Arc<OffsetStore>,
     status: Arc<StatusStore>,
@@ -207,8 +213,10 @@ impl StandaloneHerder {
         let status =
             Arc::new(StatusStore::open(log.clone(), &worker.status_topic, worker.status_partitions, worker.status_replication).await?);
         let (tx, rx) = mpsc::unbounded_channel();
+        let tasks = Arc::new(Worker::new(worker.clone(), log.clone(), offsets.clone(), status.clone()));
         let herder = Arc::new(Self {
             worker_id: worker.worker_id(),
+            tasks,
             worker,
             log,
             plugins,
@@ -235,8 +243,7 @@ impl StandaloneHerder {
                     tracing::error!(connector = %name, class = %class, "stored connector names an unknown class; it is not started");
                     continue;
                 };
-                let (target_tx, _) = watch::channel(state.target);
-                entries.insert(name.clone(), Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
+                entries.insert(name.clone(), Entry::new(state, plugin));
                 if self.cluster.is_none() {
                     self.start_connector(&mut entries, &name).await;
                 }
@@ -297,8 +304,15 @@ impl StandaloneHerder {
                     }
                 }
                 Request::Failed(name, trace) => {
-                    if entries.contains_key(&name) {
-                        h.status.put_connector(&name, h.state(State::Failed, Some(trace)));
+                    if let Some(entry) = entries.get_mut(&name) {
+                        h.connector_failed(entry, &name, trace, FailureClass::Error);
+                    }
+                }
+                Request::Restart(name, starts) => {
+                    let mine = h.cluster.as_ref().is_none_or(|c| c.owned().connectors.contains(&name));
+                    let due = entries.get(&name).is_some_and(|e| e.starts == starts && e.state.target != TargetState::Stopped);
+                    if mine && due {
+                        h.restart_failed_connector(&mut entries, &name).await;
                     }
                 }
             }
@@ -327,22 +341,26 @@ impl StandaloneHerder {
             }
             return;
         }
+        entry.starts += 1;
         let props = match self.resolved(&entry.state.config) {
             Ok(p) => p,
             Err(e) => {
-                self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+                self.connector_failed(entry, name, e.trace(), FailureClass::of(&e));
                 return;
             }
         };
         let mut instance = (entry.plugin.create)();
         let ctx: Arc<dyn ConnectorContext> = Arc::new(Context { name: name.to_owned(), requests: self.requests.clone() });
+        let metrics = &self.tasks.metrics;
+        metrics.count(&metrics.connector_startup_attempts);
         let started = match instance.config_def().parse(&props) {
             Ok(_) => instance.start(&props, ctx).await,
             Err(e) => Err(e),
         };
+        metrics.count(if started.is_ok() { &metrics.connector_startup_success } else { &metrics.connector_startup_failure });
         if let Err(e) = started {
             tracing::error!(connector = name, error = %e, "connector failed to start");
-            self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+            self.connector_failed(entry, name, e.trace(), FailureClass::of(&e));
             return;
         }
         let shown = if entry.state.target == TargetState::Paused { State::Paused } else { State::Running };
@@ -360,19 +378,19 @@ impl StandaloneHerder {
         let generated = match instance.task_configs(max).await {
             Ok(t) => super::task_configs::with_worker_keys(t, &entry.plugin, &entry.state.config),
             Err(e) => {
-                self.status.put_connector(name, self.state(State::Failed, Some(e.trace())));
+                self.connector_failed(entry, name, e.trace(), FailureClass::of(&e));
                 return;
             }
         };
         if generated.len() > max {
             let msg = format!("connector {name} generated {} task configs, more than tasks.max={max}", generated.len());
-            self.status.put_connector(name, self.state(State::Failed, Some(format!("ConnectException: {msg}"))));
+            self.connector_failed(entry, name, format!("ConnectException: {msg}"), FailureClass::Fatal);
             return;
         }
         if generated != entry.state.tasks {
             if let Err(e) = self.configs.put_task_configs(name, &generated).await {
-                self.status
-                    .put_connector(name, self.state(State::Failed, Some(format!("ConnectException: could not store task configs: {e}"))));
+                let trace = format!("ConnectException: could not store task configs: {e}");
+                self.connector_failed(entry, name, trace, FailureClass::Error);
                 return;
             }
             if self.cluster.is_some() {
@@ -406,189 +424,70 @@ impl StandaloneHerder {
         self.await_tasks(joins).await;
     }
 
+    /// Starts task `index` of the connector under this worker's supervision.
     fn start_task(&self, entry: &mut Entry, name: &str, index: u32) {
-        let id = ConnectorTaskId { connector: name.to_owned(), task: index };
-        let shutdown = CancellationToken::new();
-        let status = self.status.clone();
-        let worker_id = self.worker_id.clone();
-        let fail = {
-            let status = status.clone();
-            let id = id.clone();
-            let worker_id = worker_id.clone();
-            move |trace: String| status.put_task(&id, StateInfo { state: State::Failed, trace: Some(trace), worker_id: worker_id.clone(), version: None })
+        let spec = TaskSpec {
+            id: ConnectorTaskId { connector: name.to_owned(), task: index },
+            plugin: entry.plugin,
+            config: entry.state.config.clone(),
+            task_props: entry.state.tasks[index as usize].clone(),
+            task_count: entry.state.tasks.len() as u32,
+            target: entry.target_tx.subscribe(),
         };
-        let prepared = self.prepare_task(entry, &id);
-        let runner = match prepared {
-            Ok(r) => r,
-            Err(e) => {
-                fail(e.trace());
-                return;
-            }
-        };
-        let initial = if *entry.target_tx.borrow() == TargetState::Started { State::Running } else { State::Paused };
-        status.put_task(&id, StateInfo { state: initial, trace: None, worker_id, version: None });
-        let token = shutdown.clone();
-        let join = tokio::spawn(async move {
-            let result = match create_dead_letter_topic(runner.dead_letter_queue()).await {
-                Err(e) => Err(e),
-                Ok(()) => match runner {
-                    Runner::Source(r) => r.run(token).await,
-                    Runner::Sink(r) => r.run(token).await,
-                },
-            };
-            if let Err(e) = result {
-                tracing::error!(task = ?id, error = %e, "task failed");
-                fail(e.trace());
-            }
-        });
-        entry.tasks.insert(index, TaskHandle { shutdown, join });
+        entry.tasks.insert(index, self.tasks.start_task(spec));
     }
 
-    fn prepare_task(&self, entry: &Entry, id: &ConnectorTaskId) -> Result<Runner, sluice_api::ConnectError> {
-        let config = self.resolved(&entry.state.config)?;
-        let task_props = self.resolved(&entry.state.tasks[id.task as usize])?;
-        let key = ConverterSpec::resolve(&config, "key.converter", self.worker.key_converter());
-        let value = ConverterSpec::resolve(&config, "value.converter", self.worker.value_converter());
-        let header = ConverterSpec::resolve(&config, "header.converter", self.worker.header_converter());
-        let converters = RecordConverters::build(&key, &value, &header)?;
-        let errors = ErrorPolicy::from_config(&config)?;
-        let transforms = TransformChain::from_connector_config(&config)?;
-        let log = self.task_log(&config, id)?;
-        // In a group, a task may run on a worker that does not run its connector.
-        let fresh;
-        let instance = match (&entry.instance, &self.cluster) {
-            (Some(i), _) => i,
-            (None, Some(_)) => {
-                fresh = (entry.plugin.create)();
-                &fresh
+    /// The connector instance failed: FAILED with the trace, then, as its restart policy
+    /// says, RESTARTING (the trace kept) and a new instance after the backoff.
+    fn connector_failed(&self, entry: &mut Entry, name: &str, trace: String, class: FailureClass) {
+        self.status.put_connector(name, self.state(State::Failed, Some(trace.clone())));
+        let policy = self.tasks.restart_policy_of(&entry.state.config);
+        let count = entry.streak.count_at_failure(&policy, false);
+        match self.tasks.restarts.failed(&Unit::Connector(name.to_owned()), trace.clone(), class, &policy, count) {
+            Decision::Stay(reason) => tracing::warn!(connector = name, reason, "the connector stays FAILED"),
+            Decision::Restart(delay) => {
+                tracing::info!(connector = name, restart = count + 1, delay_ms = delay.as_millis() as u64, "restarting the failed connector after a backoff");
+                self.status.put_connector(name, self.state(State::Restarting, Some(trace)));
+                entry.streak = Streak { restarts: count + 1, last_backoff: delay, since: std::time::Instant::now() };
+                let (requests, name, starts) = (self.requests.clone(), name.to_owned(), entry.starts);
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = requests.send(Request::Restart(name, starts));
+                });
             }
-            (None, None) => return Err(sluice_api::ConnectError::fatal("the connector is not running")),
-        };
-        let state = {
-            let status = self.status.clone();
-            let id = id.clone();
-            let worker_id = self.worker_id.clone();
-            StateReporter::new(move |s: TaskState| {
-                let (state, trace) = match s {
-                    TaskState::Running => (State::Running, None),
-                    TaskState::Paused => (State::Paused, None),
-                    TaskState::Retrying(trace) => (State::Running, Some(trace)),
-                };
-                status.put_task(&id, StateInfo { state, trace, worker_id: worker_id.clone(), version: None });
-            })
-        };
-        Ok(match instance.create_task() {
-            Task::Source(task) => Runner::Source(SourceRunner {
-                exactly_once: self.exactly_once(&config, id, &log)?,
-                id: id.clone(),
-                task,
-                ctx: SourceTaskContext {
-                    connector: id.connector.clone(),
-                    task_id: id.task,
-                    props: task_props,
-                    offsets: Arc::new(ConnectorOffsets { store: self.offsets.clone(), connector: id.connector.clone() }),
-                    shutdown: CancellationToken::new(),
-                },
-                topic_creation: TopicCreator::from_config(self.worker.topic_creation_enable, &id.connector, &config)?,
-                log,
-                transforms,
-                converters,
-                errors,
-                offsets: self.offsets.clone(),
-                status: self.status.clone(),
-                flush_interval: self.worker.offset_flush_interval,
-                flush_timeout: self.worker.offset_flush_timeout,
-                target: entry.target_tx.subscribe(),
-                state,
-            }),
-            Task::Sink(task) => {
-                let subscription = match config.get("topics").map(|t| t.trim()).filter(|t| !t.is_empty()) {
-                    Some(list) => Subscription::Topics(list.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()),
-                    None => Subscription::pattern(config.get("topics.regex").map(String::as_str).unwrap_or(""))
-                        .map_err(|e| sluice_api::ConnectError::config("topics.regex", e.to_string()))?,
-                };
-                Runner::Sink(SinkRunner {
-                    id: id.clone(),
-                    task,
-                    ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
-                    log,
-                    converters: Arc::new(converters),
-                    transforms: Arc::new(transforms),
-                    errors,
-                    status: self.status.clone(),
-                    subscription,
-                    group: format!("connect-{}", id.connector),
-                    task_count: entry.state.tasks.len() as u32,
-                    offset_reset: OffsetReset::resolve(&config, &self.worker.props)
-                        .map_err(|(key, message)| sluice_api::ConnectError::config(key, message))?,
-                    commit_interval: self.worker.offset_flush_interval,
-                    target: entry.target_tx.subscribe(),
-                    state,
-                    max_put_bytes: crate::task::sink::MAX_PUT_BYTES,
-                })
+        }
+    }
+
+    /// A scheduled automatic restart of a failed connector instance (its tasks keep running).
+    async fn restart_failed_connector(&self, entries: &mut BTreeMap<String, Entry>, name: &str) {
+        let entry = entries.get_mut(name).expect("checked");
+        if let Some(mut instance) = entry.instance.take() {
+            if let Err(e) = instance.stop().await {
+                tracing::warn!(connector = name, error = %e, "connector stop failed");
             }
-        })
+        }
+        let streak = entry.streak.clone();
+        self.tasks.restarts.restarted(&Unit::Connector(name.to_owned()), streak.restarts);
+        self.start_connector(entries, name).await;
+        if let Some(entry) = entries.get_mut(name) {
+            // `start_connector` does not touch the streak: a failure there counted this restart.
+            if entry.streak.restarts == streak.restarts {
+                entry.streak.since = std::time::Instant::now();
+            }
+        }
+    }
+
+    /// A start asked for by a user or a config change: the count of automatic restarts of
+    /// the connector and of the given tasks starts again.
+    fn fresh_start(&self, entry: &mut Entry, name: &str) {
+        entry.streak = Streak::new();
+        self.tasks.restarts.started(&Unit::Connector(name.to_owned()));
     }
 
     fn exactly_once_check(&self) -> validate::ExactlyOnceCheck<'_> {
         validate::ExactlyOnceCheck {
             worker_enabled: self.worker.exactly_once_source == WorkerSupport::Enabled,
             offsets_topic: &self.worker.offset_topic,
-        }
-    }
-
-    /// The transactional producer and boundary of a source task when the worker has
-    /// exactly-once source support enabled (distributed mode on Kafka; the binary refuses
-    /// `enabled` anywhere else).
-    fn exactly_once(
-        &self,
-        config: &Props,
-        id: &ConnectorTaskId,
-        log: &Arc<dyn Log>,
-    ) -> Result<Option<ExactlyOnce>, sluice_api::ConnectError> {
-        if self.worker.exactly_once_source != WorkerSupport::Enabled {
-            return Ok(None);
-        }
-        let group = self.worker.props.get("group.id").filter(|g| !g.trim().is_empty()).ok_or_else(|| {
-            sluice_api::ConnectError::config(exactly_once::WORKER_KEY, "exactly-once source support needs distributed mode (a group.id)")
-        })?;
-        let boundary = exactly_once::boundary(config, self.worker.offset_flush_interval)?;
-        let transactional_id = exactly_once::transactional_id(group, &id.connector, id.task);
-        let writer = log
-            .transactional(&transactional_id)
-            .map_err(|e| sluice_api::ConnectError::fatal_from("cannot create the task's transactional producer", e))?
-            .ok_or_else(|| {
-                sluice_api::ConnectError::config(
-                    exactly_once::WORKER_KEY,
-                    "exactly-once source support needs the Kafka log: the worker's log has no transactions",
-                )
-            })?;
-        Ok(Some(ExactlyOnce { writer, boundary }))
-    }
-
-    /// The log a task runs on: this worker's, or one whose Kafka clients carry the
-    /// connector's client overrides (`producer.override.*`, …). Overrides the log cannot
-    /// apply (the embedded log) are ignored, with one line per connector (from task 0).
-    fn task_log(&self, config: &Props, id: &ConnectorTaskId) -> Result<Arc<dyn Log>, sluice_api::ConnectError> {
-        let overrides = ClientOverrides::from_connector_config(config);
-        if overrides.is_empty() {
-            return Ok(self.log.clone());
-        }
-        match self.log.with_client_overrides(&overrides.clone().with_client_ids(&id.connector, id.task)) {
-            Ok(Some(log)) => {
-                tracing::info!(task = ?id, overrides = ?overrides.keys(), "task runs with its own Kafka clients (connector client overrides)");
-                Ok(log)
-            }
-            Ok(None) => {
-                if id.task == 0 {
-                    let ignored: Vec<String> = overrides.keys().into_iter().filter(|k| !k.ends_with(".auto.offset.reset")).collect();
-                    if !ignored.is_empty() {
-                        tracing::info!(connector = %id.connector, overrides = ?ignored, "client overrides have no meaning on the embedded log; ignored");
-                    }
-                }
-                Ok(self.log.clone())
-            }
-            Err(e) => Err(sluice_api::ConnectError::fatal_from("cannot create the Kafka clients with the connector's client overrides", e)),
         }
     }
 
@@ -720,6 +619,7 @@ impl StandaloneHerder {
             self.stop_connector(entries, &name).await;
             entries.remove(&name);
             self.status.remove_connector(&name);
+            self.tasks.forget_connector(&name);
             let mut owned = cluster.owned();
             owned.started_connectors.remove(&name);
             owned.started_tasks.retain(|t| t.connector != name);
@@ -746,8 +646,7 @@ impl StandaloneHerder {
                     let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else {
                         continue;
                     };
-                    let (target_tx, _) = watch::channel(state.target);
-                    entries.insert(name, Entry { state, plugin, instance: None, target_tx, tasks: BTreeMap::new() });
+                    entries.insert(name, Entry::new(state, plugin));
                 }
             }
         }
@@ -834,9 +733,11 @@ impl StandaloneHerder {
                 t.shutdown.cancel();
                 joins.push(t.join);
             }
+            self.tasks.forget_task(id);
         }
         self.await_tasks(joins).await;
         for name in connectors {
+            self.tasks.restarts.forget(&Unit::Connector(name.clone()));
             if let Some(mut instance) = entries.get_mut(name).and_then(|e| e.instance.take()) {
                 if let Err(e) = instance.stop().await {
                     tracing::warn!(connector = %name, error = %e, "connector stop failed");
@@ -950,48 +851,6 @@ impl StandaloneHerder {
     }
 }
 
-enum Runner {
-    Source(SourceRunner),
-    Sink(SinkRunner),
-}
-
-impl Runner {
-    /// The task's log and dead-letter topic, when it has one.
-    fn dead_letter_queue(&self) -> Option<(Arc<dyn Log>, crate::task::errors::DeadLetterQueue)> {
-        let (log, errors) = match self {
-            Runner::Source(r) => (&r.log, &r.errors),
-            Runner::Sink(r) => (&r.log, &r.errors),
-        };
-        errors.dlq.clone().map(|dlq| (log.clone(), dlq))
-    }
-}
-
-/// Creates a task's dead-letter topic when it is missing, with one partition and
-/// `errors.deadletterqueue.topic.replication.factor`, as Connect does when it sets up a
-/// task's dead-letter reporter (whatever `topic.creation.enable` says).
-async fn create_dead_letter_topic(
-    dlq: Option<(Arc<dyn Log>, crate::task::errors::DeadLetterQueue)>,
-) -> Result<(), sluice_api::ConnectError> {
-    let Some((log, dlq)) = dlq else { return Ok(()) };
-    match log.create_topic(&dlq.new_topic()).await {
-        Ok(created) => {
-            if created {
-                tracing::info!(topic = %dlq.topic, replication_factor = dlq.replication_factor, "created the dead-letter topic");
-            }
-            Ok(())
-        }
-        Err(e) => Err(sluice_api::ConnectError::fatal_from(
-            format!(
-                "Could not initialize dead letter queue with topic={} (replication factor {}); fix {} or create the topic",
-                dlq.topic,
-                dlq.replication_factor,
-                crate::task::errors::DLQ_REPLICATION_FACTOR
-            ),
-            sluice_api::ConnectError::from(e),
-        )),
-    }
-}
-
 fn sink_partition(tp: &sluice_api::TopicPartition) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("kafka_topic".into(), json!(tp.topic));
@@ -1029,6 +888,10 @@ impl Herder for StandaloneHerder {
 
     fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
+    }
+
+    async fn responsive(&self, within: std::time::Duration) -> bool {
+        tokio::time::timeout(within, self.entries.lock()).await.is_ok()
     }
 
     fn leader_url(&self) -> Option<String> {
@@ -1114,18 +977,10 @@ impl Herder for StandaloneHerder {
         } else {
             let target = initial_state.unwrap_or(TargetState::Started);
             self.configs.put_target_state(name, target).await.map_err(internal)?;
-            let (target_tx, _) = watch::channel(target);
-            entries.insert(
-                name.to_owned(),
-                Entry {
-                    state: ConnectorConfigState { config, target, tasks: Vec::new() },
-                    plugin,
-                    instance: None,
-                    target_tx,
-                    tasks: BTreeMap::new(),
-                },
-            );
+            entries.insert(name.to_owned(), Entry::new(ConnectorConfigState { config, target, tasks: Vec::new() }, plugin));
         }
+        let entry = entries.get_mut(name).expect("stored");
+        self.fresh_start(entry, name);
         self.start_connector(&mut entries, name).await;
         Ok((!exists, self.info(name, &entries[name])))
     }
@@ -1158,6 +1013,7 @@ impl Herder for StandaloneHerder {
         self.configs.remove_connector(name).await.map_err(internal)?;
         entries.remove(name);
         self.status.remove_connector(name);
+        self.tasks.forget_connector(name);
         Ok(())
     }
 
@@ -1196,12 +1052,12 @@ impl Herder for StandaloneHerder {
         if let Some(c) = &self.cluster {
             let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
             let shown = self.status_of(name, entry);
-            let connector = (!req.only_failed || shown.connector.state == State::Failed).then(|| name.to_owned());
+            let connector = (!req.only_failed || failed(shown.connector.state)).then(|| name.to_owned());
             let tasks: Vec<ConnectorTaskId> = if req.include_tasks {
                 shown
                     .tasks
                     .iter()
-                    .filter(|t| !req.only_failed || t.state.state == State::Failed)
+                    .filter(|t| !req.only_failed || failed(t.state.state))
                     .map(|t| ConnectorTaskId { connector: name.to_owned(), task: t.id })
                     .collect()
             } else {
@@ -1213,9 +1069,9 @@ impl Herder for StandaloneHerder {
         let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
         let plain = !req.include_tasks && !req.only_failed;
         let mut shown = self.status_of(name, entry);
-        let restart_connector = !req.only_failed || shown.connector.state == State::Failed;
+        let restart_connector = !req.only_failed || failed(shown.connector.state);
         let restart_tasks: Vec<u32> = if req.include_tasks {
-            shown.tasks.iter().filter(|t| !req.only_failed || t.state.state == State::Failed).map(|t| t.id).collect()
+            shown.tasks.iter().filter(|t| !req.only_failed || failed(t.state.state)).map(|t| t.id).collect()
         } else {
             Vec::new()
         };
@@ -1234,6 +1090,7 @@ impl Herder for StandaloneHerder {
             }
             let stop: Vec<u32> = restart_tasks.clone();
             self.stop_tasks(entry, Some(&stop)).await;
+            self.fresh_start(entry, name);
             self.start_connector(&mut entries, name).await;
         } else if !restart_tasks.is_empty() {
             let entry = entries.get_mut(name).expect("checked");
@@ -1264,6 +1121,45 @@ impl Herder for StandaloneHerder {
         self.stop_tasks(entry, Some(&[id.task])).await;
         self.start_task(entry, &id.connector, id.task);
         Ok(())
+    }
+
+    async fn restarts(&self, name: &str) -> HerderResult<RestartsInfo> {
+        let entries = self.entries.lock().await;
+        entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        let (connector, tasks) = self.tasks.restarts.of(name);
+        Ok(RestartsInfo {
+            name: name.to_owned(),
+            worker_id: self.worker_id.clone(),
+            connector,
+            tasks: tasks.into_iter().map(|(id, record)| TaskRestarts { id, record }).collect(),
+        })
+    }
+
+    async fn metrics(&self) -> Option<String> {
+        let view = {
+            let entries = self.entries.lock().await;
+            let owned = self.cluster.as_ref().map(|c| c.owned().connectors.clone());
+            let connectors = entries
+                .iter()
+                .filter(|(name, e)| owned.as_ref().is_none_or(|o| o.contains(*name)) || !e.tasks.is_empty())
+                .map(|(name, e)| {
+                    let task_state = |task: u32| {
+                        self.status.task(&ConnectorTaskId { connector: name.clone(), task }).map_or(State::Unassigned, |s| s.state)
+                    };
+                    crate::metrics::ConnectorView {
+                        name: name.clone(),
+                        class: e.plugin.class.to_owned(),
+                        kind: e.plugin.kind,
+                        version: e.plugin.version.to_owned(),
+                        state: self.status.connector(name).map_or(State::Unassigned, |s| s.state),
+                        tasks: e.tasks.keys().map(|t| (*t, task_state(*t))).collect(),
+                        local_tasks: e.tasks.keys().copied().collect(),
+                    }
+                })
+                .collect();
+            crate::metrics::WorkerView { connectors, restarts: self.tasks.restarts.all(), rebalancing: self.rebalancing() }
+        };
+        Some(crate::metrics::render(&self.tasks.metrics, &view))
     }
 
     async fn set_target_state(&self, name: &str, state: TargetState) -> HerderResult<()> {
@@ -1381,6 +1277,12 @@ impl Herder for StandaloneHerder {
         Ok(infos)
     }
 }
+/// FAILED, or RESTARTING while an automatic restart is waited for: what `onlyFailed`
+/// restarts pick.
+fn failed(state: State) -> bool {
+    matches!(state, State::Failed | State::Restarting)
+}
+
 /// A status as the REST API shows it: with the plugin's version (Connect 4's `version`).
 fn with_version(state: StateInfo, plugin: &ConnectorPlugin) -> StateInfo {
     StateInfo { version: Some(plugin.version.to_owned()), ..state }

@@ -20,6 +20,9 @@ const PASSTHROUGH_PREFIXES: &[&str] = &[
     "consumer.override.",
     "admin.override.",
     "topic.creation.",
+    // The worker's automatic restarts (`crate::worker::restart`), checked below: not part of
+    // Connect's definition, so the validate answer keeps Connect's keys.
+    crate::worker::restart::PREFIX,
 ];
 
 /// The keys every connector of `kind` has.
@@ -265,6 +268,7 @@ pub fn validate(
     // Checks of keys the definition cannot express: topic creation groups, a dead-letter
     // replication factor of 0.
     let mut rule_errors: Vec<(String, String)> = crate::task::errors::dlq_replication_error(props).into_iter().collect();
+    rule_errors.extend(crate::worker::restart::RestartPolicy::validate(props));
     if plugin.kind == ConnectorKind::Source && topic_creation {
         rule_errors.extend(crate::task::topic_creation::validate(props));
     }

@@ -140,6 +140,8 @@ pub struct ErrorPolicy {
     pub log_enable: bool,
     pub log_include_messages: bool,
     pub dlq: Option<DeadLetterQueue>,
+    /// The task's error counters (Connect's `task-error-metrics`).
+    pub metrics: crate::metrics::Counters,
 }
 
 impl Default for ErrorPolicy {
@@ -151,6 +153,7 @@ impl Default for ErrorPolicy {
             log_enable: false,
             log_include_messages: false,
             dlq: None,
+            metrics: Default::default(),
         }
     }
 }
@@ -210,6 +213,7 @@ impl ErrorPolicy {
             log_enable: c.boolean(LOG_ENABLE),
             log_include_messages: c.boolean(LOG_INCLUDE_MESSAGES),
             dlq,
+            metrics: Default::default(),
         })
     }
 
@@ -227,6 +231,7 @@ impl ErrorPolicy {
                     if !within {
                         return Err(e);
                     }
+                    self.metrics.add(&self.metrics.retries, 1);
                     let jitter = Duration::from_millis(fastrand_ms(delay.as_millis() as u64 / 4 + 1));
                     tokio::time::sleep(delay + jitter).await;
                     delay = (delay * 2).min(self.retry_delay_max);
@@ -248,6 +253,7 @@ impl ErrorPolicy {
     /// the returned record, if any, goes to the dead-letter topic), else the task-failing
     /// error naming the stage and position.
     pub fn handle(&self, failed: FailedRecord, err: ConnectError) -> ConnectResult<Option<Produce>> {
+        self.metrics.record_error(self.tolerate_all, self.tolerate_all && self.log_enable, self.tolerate_all && self.dlq.is_some());
         if !self.tolerate_all {
             return Err(failed.stage.fail(failed.position, err));
         }
@@ -298,6 +304,7 @@ fn exception_class(err: &ConnectError) -> &'static str {
         ConnectError::Retriable { .. } => "org.apache.kafka.connect.errors.RetriableException",
         ConnectError::Config { .. } => "org.apache.kafka.common.config.ConfigException",
         ConnectError::Fatal { .. } => "org.apache.kafka.connect.errors.DataException",
+        ConnectError::Permanent { .. } => "org.apache.kafka.connect.errors.ConnectException",
     }
 }
 

@@ -35,15 +35,29 @@ pub enum TaskState {
     Retrying(String),
 }
 
-/// Receives a task loop's state changes (only changes).
+/// Receives a task loop's state changes (only changes) and its offset commits.
 pub struct StateReporter {
     last: Option<TaskState>,
     sink: Box<dyn Fn(TaskState) + Send>,
+    commits: Option<Box<dyn Fn() + Send>>,
 }
 
 impl StateReporter {
     pub fn new(sink: impl Fn(TaskState) + Send + 'static) -> Self {
-        Self { last: None, sink: Box::new(sink) }
+        Self { last: None, sink: Box::new(sink), commits: None }
+    }
+
+    /// Also calls `f` after each commit of offsets.
+    pub fn on_commit(mut self, f: impl Fn() + Send + 'static) -> Self {
+        self.commits = Some(Box::new(f));
+        self
+    }
+
+    /// The task's offsets were committed (they are durable).
+    pub fn committed(&self) {
+        if let Some(f) = &self.commits {
+            f();
+        }
     }
 
     pub fn report(&mut self, state: TaskState) {
@@ -143,6 +157,8 @@ fn make_header_converter(spec: &ConverterSpec) -> ConnectResult<Box<dyn HeaderCo
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     next: Duration,
+    /// Failures waited out since the last success.
+    pub(crate) failures: u32,
 }
 
 impl Backoff {
@@ -150,17 +166,31 @@ impl Backoff {
     const MAX: Duration = Duration::from_secs(10);
 
     pub(crate) fn new() -> Self {
-        Self { next: Self::START }
+        Self { next: Self::START, failures: 0 }
     }
 
     pub(crate) fn reset(&mut self) {
         self.next = Self::START;
+        self.failures = 0;
+    }
+
+    /// The error that ends retrying once `max` retries were made (`errors.max.retries`,
+    /// Debezium's: -1 or unset retries forever, 0 never retries).
+    pub(crate) fn exhausted(&self, max: Option<u32>, error: ConnectError) -> Result<ConnectError, ConnectError> {
+        match max {
+            Some(max) if self.failures >= max => Err(ConnectError::retriable_from(
+                format!("the task gave up after {max} retries (errors.max.retries={max})"),
+                error,
+            )),
+            _ => Ok(error),
+        }
     }
 
     /// Sleeps for the next delay; false when `shutdown` fired first.
     pub(crate) async fn wait(&mut self, shutdown: &CancellationToken) -> bool {
         let d = self.next;
         self.next = (self.next * 2).min(Self::MAX);
+        self.failures += 1;
         tokio::select! {
             _ = tokio::time::sleep(d) => true,
             _ = shutdown.cancelled() => false,
@@ -177,11 +207,13 @@ pub(crate) async fn start_failed(
     error: ConnectError,
     state: &mut StateReporter,
     backoff: &mut Backoff,
+    max_retries: Option<u32>,
     shutdown: &CancellationToken,
 ) -> ConnectResult<bool> {
     if !error.is_retriable() {
         return Err(error);
     }
+    let error = backoff.exhausted(max_retries, error)?;
     tracing::warn!(error = %error, "task start failed; retrying");
     state.report(TaskState::Retrying(error.trace()));
     Ok(backoff.wait(shutdown).await)

@@ -79,6 +79,8 @@ pub struct SinkRunner {
     pub state: StateReporter,
     /// Set from the task after it started (see [`MAX_PUT_BYTES`]).
     pub max_put_bytes: usize,
+    /// Connect's sink-task metrics of this task.
+    pub metrics: Arc<crate::metrics::TaskMetrics>,
 }
 
 impl SinkRunner {
@@ -87,7 +89,7 @@ impl SinkRunner {
         let reporter = Arc::new(SinkErrantReporter::new(self.id.clone(), class, self.errors.clone(), self.log.clone()));
         let mut backoff = Backoff::new();
         while let Err(e) = self.task.start(self.ctx.clone().with_reporter(reporter.clone())).await {
-            if !super::start_failed(e, &mut self.state, &mut backoff, &shutdown).await? {
+            if !super::start_failed(e, &mut self.state, &mut backoff, None, &shutdown).await? {
                 return Ok(());
             }
         }
@@ -167,6 +169,7 @@ impl SinkRunner {
                 continue;
             }
             reporter.set_current(fetched.clone());
+            self.metrics.add(&self.metrics.sink_record_read, fetched.len() as u64);
             // A topic is active once records are read from it (as in Connect), and again
             // after a reset of the connector's active topics.
             let mut last_topic: Option<&str> = None;
@@ -197,8 +200,11 @@ impl SinkRunner {
                 if records.is_empty() {
                     break;
                 }
+                let (count, began) = (records.len() as u64, std::time::Instant::now());
                 match self.task.put(records).await {
                     Ok(()) => {
+                        self.metrics.add(&self.metrics.sink_record_send, count);
+                        self.metrics.batch(count, began.elapsed());
                         backoff.reset();
                         self.state.running();
                         break;
@@ -298,8 +304,15 @@ impl SinkRunner {
             return;
         }
         match self.log.commit_group(&self.group, &forward).await {
-            Ok(()) => state.committed.extend(forward),
-            Err(e) => tracing::warn!(task = ?self.id, error = %e, "committing sink offsets failed; will retry"),
+            Ok(()) => {
+                self.state.committed();
+                self.metrics.add(&self.metrics.offset_commit_completion, 1);
+                state.committed.extend(forward)
+            }
+            Err(e) => {
+                self.metrics.add(&self.metrics.offset_commit_failure, 1);
+                tracing::warn!(task = ?self.id, error = %e, "committing sink offsets failed; will retry")
+            }
         }
     }
 }

@@ -34,7 +34,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sluice_api::{ConnectError, ConnectResult, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -85,6 +85,11 @@ pub struct SourceRunner {
     pub state: StateReporter,
     /// Set when records and offsets go in one transaction (exactly-once source support).
     pub exactly_once: Option<ExactlyOnce>,
+    /// Debezium's `errors.max.retries`: how many retriable failures in a row (of `start`
+    /// and `poll`) are waited out before the task fails; `None` retries forever.
+    pub max_retries: Option<u32>,
+    /// Connect's source-task metrics of this task.
+    pub metrics: Arc<crate::metrics::TaskMetrics>,
 }
 
 /// A task's transactional producer and when its transactions commit.
@@ -151,7 +156,7 @@ impl SourceRunner {
     async fn start_task(&mut self, shutdown: &CancellationToken) -> ConnectResult<bool> {
         let mut backoff = Backoff::new();
         while let Err(e) = self.task.start(self.ctx.clone()).await {
-            if !super::start_failed(e, &mut self.state, &mut backoff, shutdown).await? {
+            if !super::start_failed(e, &mut self.state, &mut backoff, self.max_retries, shutdown).await? {
                 return Ok(false);
             }
         }
@@ -160,6 +165,8 @@ impl SourceRunner {
     }
 
     async fn notify_commit(&mut self, committed: &Committed) {
+        self.state.committed();
+        self.metrics.add(&self.metrics.offset_commit_completion, 1);
         if let Err(e) = self.task.commit(committed).await {
             tracing::warn!(task = ?self.id, error = %e, "source task commit callback failed");
         }
@@ -175,6 +182,7 @@ impl SourceRunner {
                 Ok(Some(r))
             }
             Err(e) if e.is_retriable() => {
+                let e = backoff.exhausted(self.max_retries, e)?;
                 tracing::warn!(task = ?self.id, error = %e, "source poll failed; retrying");
                 self.state.report(TaskState::Retrying(e.trace()));
                 Ok(backoff.wait(shutdown).await.then(Vec::new))
@@ -214,11 +222,14 @@ impl SourceRunner {
             if records.is_empty() {
                 continue;
             }
+            let (polled, began) = (records.len() as u64, Instant::now());
+            self.metrics.add(&self.metrics.source_record_poll, polled);
             // Converted and appended in chunks of about MAX_APPEND_BYTES: only a chunk of
             // converted bytes waits outside the in-flight budget, whatever the poll's size.
             let mut records = records.into_iter();
             while records.len() > 0 {
                 let (batch, offsets) = self.convert(&mut router, &mut records, MAX_APPEND_BYTES).await?;
+                self.metrics.add(&self.metrics.source_record_write, batch.len() as u64);
                 let kib = (batch.iter().map(|p| p.record.size()).sum::<usize>() >> 10).clamp(1, MAX_IN_FLIGHT_BYTES >> 10);
                 let bytes = tokio::select! {
                     permit = budget.clone().acquire_many_owned(kib as u32) => permit.expect("the budget is never closed"),
@@ -230,6 +241,7 @@ impl SourceRunner {
                     return Ok(());
                 }
             }
+            self.metrics.batch(polled, began.elapsed());
         }
     }
 
@@ -285,7 +297,11 @@ impl SourceRunner {
             }
             let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
             if !records.is_empty() {
+                let (polled, began) = (records.len() as u64, Instant::now());
+                self.metrics.add(&self.metrics.source_record_poll, polled);
                 let (batch, offsets) = self.convert(&mut router, &mut records.into_iter(), usize::MAX).await?;
+                self.metrics.add(&self.metrics.source_record_write, batch.len() as u64);
+                self.metrics.batch(polled, began.elapsed());
                 if txn.open.is_none() {
                     writer.begin().map_err(|e| ConnectError::fatal_from("cannot begin a transaction", e))?;
                     txn.open = Some(tokio::time::Instant::now());

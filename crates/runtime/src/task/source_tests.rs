@@ -115,6 +115,8 @@ async fn runner(
     .unwrap();
     let (target_tx, target) = watch::channel(TargetState::Started);
     let r = SourceRunner {
+        max_retries: None,
+        metrics: crate::metrics::TaskMetrics::disabled(),
         id: ConnectorTaskId { connector: "c".into(), task: 0 },
         task: Box::new(Batches { batches: batches.into(), done: done.clone(), value_len: 0 }),
         ctx: SourceTaskContext {

@@ -80,6 +80,9 @@ const KNOWN_KEYS: &[&str] = &[
     "connector.client.config.override.policy",
     "topic.creation.enable",
     "exactly.once.source.support",
+    "restart.policy",
+    "metrics.enabled",
+    "metrics.prometheus.naming",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
     "key.converter.",
@@ -192,6 +195,8 @@ impl WorkerConfig {
             }
         };
         let exactly_once_source = crate::task::exactly_once::WorkerSupport::from_worker_props(&props)?;
+        crate::worker::restart::Policy::from_worker(&props)?;
+        crate::metrics::Metrics::from_worker(&props)?;
         Ok(Self {
             exactly_once_source,
             topic_creation_enable,

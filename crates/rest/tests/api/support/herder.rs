@@ -40,17 +40,23 @@ pub enum Call {
 
 pub struct MemoryHerder {
     ready: AtomicBool,
+    /// Set: the herder does not answer `GET /health`'s probe.
+    stuck: AtomicBool,
     connectors: Mutex<BTreeMap<String, Connector>>,
     calls: Mutex<Vec<Call>>,
 }
 
 impl MemoryHerder {
     pub fn new() -> Self {
-        Self { ready: AtomicBool::new(true), connectors: Mutex::new(BTreeMap::new()), calls: Mutex::new(Vec::new()) }
+        Self { ready: AtomicBool::new(true), stuck: AtomicBool::new(false), connectors: Mutex::new(BTreeMap::new()), calls: Mutex::new(Vec::new()) }
     }
 
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    pub fn set_stuck(&self, stuck: bool) {
+        self.stuck.store(stuck, Ordering::SeqCst);
     }
 
     /// The calls recorded so far, draining them.
@@ -136,6 +142,10 @@ impl Herder for MemoryHerder {
 
     fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
+    }
+
+    async fn responsive(&self, _within: std::time::Duration) -> bool {
+        !self.stuck.load(Ordering::SeqCst)
     }
 
     async fn connectors(&self) -> Vec<String> {

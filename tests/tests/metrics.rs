@@ -1,0 +1,173 @@
+//! `GET /metrics` through the real binary, read by Prometheus' own parser of its text
+//! format (`prometheus_client` from the tools venv): Connect's worker, connector, task,
+//! source, sink and error metrics under Strimzi's names (and Confluent's on request), with
+//! values checked against what the pipelines did.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use sluice_tests::{eventually, json, tools_python, Json, Worker};
+
+/// Every sample of the page as Prometheus parses it: (name, labels) → value.
+type Samples = BTreeMap<(String, BTreeMap<String, String>), f64>;
+
+fn parse(text: &str) -> Samples {
+    let script = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        out.append([s.name, s.labels, s.value, family.type])
+print(json.dumps(out))
+"#;
+    let mut child = Command::new(tools_python())
+        .arg("-I")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tools venv's python");
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "prometheus_client could not parse the page: {}\n{text}", String::from_utf8_lossy(&out.stderr));
+    let parsed: Vec<(String, BTreeMap<String, String>, f64, String)> = serde_json::from_slice(&out.stdout).unwrap();
+    parsed.into_iter().map(|(n, l, v, _)| ((n, l), v)).collect()
+}
+
+fn value(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let labels = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    samples.get(&(name.to_owned(), labels)).copied()
+}
+
+fn scrape(w: &Worker) -> (String, Samples) {
+    let (code, ctype, text) = w.get_text("/metrics");
+    assert_eq!(code, 200, "{text}");
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    let samples = parse(&text);
+    (text, samples)
+}
+
+fn create(w: &Worker, name: &str, config: Json) {
+    let (code, body) = w.post("/connectors", &json!({"name": name, "config": config}));
+    assert_eq!(code, 201, "{body}");
+}
+
+#[test]
+fn metrics_count_what_the_pipelines_did_under_strimzis_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[]);
+    let input = dir.path().join("in.txt");
+    let lines: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(&input, lines).unwrap();
+    let out = dir.path().join("out.txt");
+    create(&w, "src", json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}));
+    create(&w, "sink", json!({"connector.class": "FileStreamSink", "file": out.to_str().unwrap(), "topics": "lines"}));
+    // Strings in, JSON out: "oops" is no JSON, skipped under errors.tolerance=all.
+    let mixed = dir.path().join("mixed.txt");
+    std::fs::write(&mixed, "1\noops\n2\n").unwrap();
+    let string = "org.apache.kafka.connect.storage.StringConverter";
+    create(&w, "mixed-src", json!({"connector.class": "FileStreamSource", "file": mixed.to_str().unwrap(), "topic": "mixed", "value.converter": string}));
+    create(
+        &w,
+        "mixed-sink",
+        json!({"connector.class": "FileStreamSink", "file": dir.path().join("mixed-out.txt").to_str().unwrap(), "topics": "mixed",
+               "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
+               "errors.tolerance": "all"}),
+    );
+    // A task that cannot open its file fails.
+    let regular = dir.path().join("regular.txt");
+    std::fs::write(&regular, "x\n").unwrap();
+    create(&w, "broken", json!({"connector.class": "FileStreamSource", "file": regular.join("x").to_str().unwrap(), "topic": "t"}));
+    eventually(Duration::from_secs(30), "the sink wrote every line", || {
+        std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() == 100)
+    });
+    w.wait_for("/connectors/broken/status", Duration::from_secs(30), |_, b| b["tasks"][0]["state"] == "FAILED");
+
+    let mut samples = Samples::new();
+    eventually(Duration::from_secs(30), "the counters of every pipeline", || {
+        samples = scrape(&w).1;
+        value(&samples, "kafka_connect_sink_task_sink_record_send_total", &[("connector", "sink"), ("task", "0")]) == Some(100.0)
+            && value(&samples, "kafka_connect_task_error_total_records_skipped", &[("connector", "mixed-sink"), ("task", "0")]) == Some(1.0)
+    });
+    let v = |name: &str, labels: &[(&str, &str)]| value(&samples, name, labels).unwrap_or_else(|| panic!("no {name}{labels:?}"));
+    let task = |c: &'static str| [("connector", c), ("task", "0")];
+    assert_eq!(v("kafka_connect_worker_connector_count", &[]), 5.0);
+    assert_eq!(v("kafka_connect_worker_task_count", &[]), 5.0);
+    assert_eq!(v("kafka_connect_source_task_source_record_poll_total", &task("src")), 100.0);
+    assert_eq!(v("kafka_connect_source_task_source_record_write_total", &task("src")), 100.0);
+    assert_eq!(v("kafka_connect_sink_task_sink_record_read_total", &task("sink")), 100.0);
+    assert_eq!(v("kafka_connect_sink_task_sink_record_send_total", &task("mixed-sink")), 2.0);
+    assert_eq!(v("kafka_connect_task_error_total_record_errors", &task("mixed-sink")), 1.0);
+    assert_eq!(v("kafka_connect_task_error_total_record_failures", &task("mixed-sink")), 1.0);
+    assert_eq!(v("kafka_connect_task_error_total_record_errors", &task("sink")), 0.0);
+    assert!(v("kafka_connect_task_error_last_error_timestamp", &task("mixed-sink")) > 1.7e12);
+    assert_eq!(v("kafka_connect_worker_connector_failed_task_count", &[("connector", "broken")]), 1.0);
+    assert_eq!(v("kafka_connect_worker_connector_running_task_count", &[("connector", "broken")]), 0.0);
+    assert_eq!(v("kafka_connect_worker_connector_running_task_count", &[("connector", "src")]), 1.0);
+    assert_eq!(v("kafka_connect_connector_status", &[("connector", "broken"), ("status", "running")]), 1.0);
+    assert_eq!(v("kafka_connect_connector_task_status", &[("connector", "broken"), ("task", "0"), ("status", "failed")]), 1.0);
+    assert_eq!(v("kafka_connect_connector_connector_class", &[("connector", "src"), ("connector_class", "org.apache.kafka.connect.file.FileStreamSourceConnector")]), 1.0);
+    assert_eq!(v("kafka_connect_worker_connector_startup_success_total", &[]), 5.0);
+    assert_eq!(v("kafka_connect_worker_task_startup_attempts_total", &[]), 5.0);
+    assert!(v("kafka_connect_connector_task_batch_size_max", &task("src")) >= 1.0);
+    assert!(v("kafka_connect_sink_task_offset_commit_completion_total", &task("sink")) >= 1.0 || {
+        // The first commit comes within offset.flush.interval.ms (1 s here).
+        std::thread::sleep(Duration::from_secs(2));
+        value(&scrape(&w).1, "kafka_connect_sink_task_offset_commit_completion_total", &task("sink")).unwrap_or(0.0) >= 1.0
+    });
+    let busy = v("sluice_task_busy_ratio", &task("sink"));
+    assert!((0.0..=1.0).contains(&busy), "{busy}");
+    assert!(v("process_resident_memory_bytes", &[]) > 1e6);
+    assert!(v("process_cpu_seconds_total", &[]) > 0.0);
+
+    // Deleting a connector removes its series.
+    assert_eq!(w.delete("/connectors/broken").0, 204);
+    let (text, samples) = scrape(&w);
+    assert_eq!(value(&samples, "kafka_connect_worker_connector_count", &[]), Some(4.0));
+    assert!(!text.contains("connector=\"broken\""), "{text}");
+}
+
+#[test]
+fn confluent_naming_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("metrics.prometheus.naming", "confluent")]);
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "a\nb\nc\n").unwrap();
+    create(&w, "src", json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "t"}));
+    w.wait_running("src", 1);
+    let mut samples = Samples::new();
+    eventually(Duration::from_secs(30), "three polled records", || {
+        samples = scrape(&w).1;
+        value(&samples, "kafka_connect_source_task_metrics_source_record_poll_total", &[("connector", "src"), ("task", "0")]) == Some(3.0)
+    });
+    assert_eq!(value(&samples, "kafka_connect_connect_worker_metrics_connector_count", &[]), Some(1.0));
+    assert_eq!(
+        value(
+            &samples,
+            "kafka_connect_connector_metrics",
+            &[
+                ("connector", "src"),
+                ("status", "running"),
+                ("connector_class", "org.apache.kafka.connect.file.FileStreamSourceConnector"),
+                ("connector_type", "source"),
+                ("connector_version", env!("CARGO_PKG_VERSION")),
+            ]
+        ),
+        Some(1.0)
+    );
+    assert!(samples.keys().all(|(n, _)| !n.starts_with("kafka_connect_worker_")), "no Strimzi names beside Confluent's");
+}
+
+#[test]
+fn an_invalid_naming_stops_the_worker_at_start_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.properties"), "listeners=http://127.0.0.1:0\nmetrics.prometheus.naming=jmx\n").unwrap();
+    let (code, _, err) = Worker::cli(&["standalone", dir.path().join("w.properties").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("metrics.prometheus.naming"), "{err}");
+}
