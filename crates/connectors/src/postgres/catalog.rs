@@ -84,10 +84,10 @@ pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectErr
 /// The configuration key a connection error points at, and the error.
 pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) -> (String, ConnectError) {
     if let Some(refused) = crate::pg_tls::find_refusal(&e) {
-        return (refused.key.to_owned(), ConnectError::fatal_from(refused.message.clone(), e));
+        return (refused.key.to_owned(), ConnectError::permanent_from(refused.message.clone(), e));
     }
     let code = e.code().cloned();
-    let (key, message, retriable) = match code {
+    let (key, message, retriable) = match code.clone() {
         Some(c) if c == SqlState::INVALID_PASSWORD => (
             config::PASSWORD,
             format!("password authentication failed for user {:?}; check database.user and database.password", cfg.user),
@@ -118,7 +118,16 @@ pub fn classify_connect_error(cfg: &PostgresConfig, e: tokio_postgres::Error) ->
         Some(_) => (config::HOSTNAME, format!("could not connect to {}:{}: {}", cfg.hostname, cfg.port, db_message(&e)), false),
         None => (config::HOSTNAME, format!("could not connect to {}:{} (is the server running?)", cfg.hostname, cfg.port), true),
     };
-    let err = if retriable { ConnectError::retriable_from(message, e) } else { ConnectError::fatal_from(message, e) };
+    let refused = code.as_ref().is_some_and(|c| {
+        *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION || *c == SqlState::INVALID_CATALOG_NAME
+    });
+    let err = if retriable {
+        ConnectError::retriable_from(message, e)
+    } else if refused {
+        ConnectError::permanent_from(message, e)
+    } else {
+        ConnectError::fatal_from(message, e)
+    };
     (key.to_owned(), err)
 }
 

@@ -50,6 +50,8 @@ pub const MAX_QUEUE_SIZE: &str = "max.queue.size";
 pub const POLL_INTERVAL_MS: &str = "poll.interval.ms";
 pub const HEARTBEAT_INTERVAL_MS: &str = "heartbeat.interval.ms";
 pub const HEARTBEAT_ACTION_QUERY: &str = "heartbeat.action.query";
+/// Read by the runtime's source loop (`SourceRunner::max_retries`).
+pub const ERRORS_MAX_RETRIES: &str = "errors.max.retries";
 pub const PROVIDE_TRANSACTION_METADATA: &str = "provide.transaction.metadata";
 pub const TOPIC_TRANSACTION: &str = "topic.transaction";
 pub const TOPIC_NAMING_STRATEGY: &str = "topic.naming.strategy";
@@ -132,7 +134,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "lsn.flush.timeout.action",
     "custom.metric.tags",
     "skip.messages.without.change",
-    "errors.max.retries",
     "retriable.restart.connector.wait.ms",
     "query.fetch.size",
     "include.schema.changes",
@@ -390,6 +391,17 @@ pub fn def() -> ConfigDef {
             .validator(Validator::one_of(&["insert_insert", "insert_delete"])),
         )
         .define(ConfigKey::new(STATUS_UPDATE_INTERVAL_MS, ConfigType::Int, Importance::Low, "How often the standby status (confirmed position) is sent to the server.").default_value(DEFAULT_STATUS_UPDATE_INTERVAL_MS).validator(Validator::AtLeast(1)))
+        .define(
+            ConfigKey::new(
+                ERRORS_MAX_RETRIES,
+                ConfigType::Int,
+                Importance::Low,
+                "The maximum number of retries on retriable errors (e.g. connection errors) before failing (-1 = no limit, 0 = disabled, > 0 = num of retries). The worker then restarts the task (sluice.restart.*).",
+            )
+            .default_value("-1")
+            .validator(Validator::AtLeast(-1)),
+        )
+        .merge(&super::slot_guard::def())
 }
 
 /// The typed configuration of one connector (and of its single task).
@@ -444,6 +456,8 @@ pub struct PostgresConfig {
     /// waiting at most this long (`snapshot.lock.timeout.ms`); `None`: no locks.
     pub snapshot_lock_timeout_ms: Option<u64>,
     pub incremental_chunk_size: usize,
+    /// `sluice.slot.*`: the replication-slot safety checks.
+    pub slot_guard: super::slot_guard::SlotGuardConfig,
 }
 
 /// The errors of keys this version rejects, as `(key, message)` pairs.
@@ -671,6 +685,7 @@ impl PostgresConfig {
             heartbeat_topic_prefix: c.string(TOPIC_HEARTBEAT_PREFIX).unwrap_or_else(|| DEFAULT_HEARTBEAT_PREFIX.to_owned()),
             snapshot_lock_timeout_ms: (lower(SNAPSHOT_LOCKING_MODE) == "shared").then(|| c.int(SNAPSHOT_LOCK_TIMEOUT_MS).max(0) as u64),
             incremental_chunk_size: c.int(INCREMENTAL_SNAPSHOT_CHUNK_SIZE) as usize,
+            slot_guard: super::slot_guard::SlotGuardConfig::parse(&c)?,
         })
     }
 

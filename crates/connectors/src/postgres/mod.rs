@@ -82,6 +82,7 @@ mod mapping;
 mod message;
 mod offset;
 mod replication;
+mod slot_guard;
 mod snapshot;
 mod task;
 mod toast;

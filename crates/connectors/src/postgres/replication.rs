@@ -58,8 +58,9 @@ pub fn replication_config(cfg: &PostgresConfig, start: Lsn, ack: Lsn) -> Connect
 /// Classifies a replication session error.
 pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
     let text = e.to_string();
+    // A dropped slot, a refused certificate or password, a missing publication: no restart helps.
     if text.contains("replication slot") && text.contains("does not exist") {
-        ConnectError::fatal_from(
+        ConnectError::permanent_from(
             format!(
                 "replication slot {:?} no longer exists (was it dropped?); the changes after the last committed offset cannot be read any more. \
                  To recover: delete this connector's offsets and restart it so that it creates the slot and takes a new snapshot \
@@ -68,8 +69,18 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
             ),
             e,
         )
+    } else if text.contains("invalidated") || text.contains("has already been removed") {
+        ConnectError::permanent_from(
+            format!(
+                "replication slot {:?} lost WAL it needed (the server removed it, max_slot_wal_keep_size): the changes after the last \
+                 committed offset are gone. To recover: stop the connector, drop the slot (SELECT pg_drop_replication_slot('{}')), \
+                 delete its offsets (DELETE /connectors/<name>/offsets) and resume it to take a new snapshot",
+                cfg.slot_name, cfg.slot_name
+            ),
+            e,
+        )
     } else if text.contains("certificate") || text.contains("fatal alert") {
-        ConnectError::fatal_from(
+        ConnectError::permanent_from(
             format!(
                 "replication session refused over TLS: {text}; check {} (the server's certificate) and {}/{} (the client's; \
                  pg_hba.conf needs a hostssl replication line that accepts it)",
@@ -80,7 +91,7 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
             e,
         )
     } else if text.contains("password authentication failed") || text.contains("does not exist") || text.contains("publication") {
-        ConnectError::fatal_from(format!("replication session rejected: {text}"), e)
+        ConnectError::permanent_from(format!("replication session rejected: {text}"), e)
     } else {
         ConnectError::retriable_from(format!("replication stream from {}:{} interrupted: {text}", cfg.hostname, cfg.port), e)
     }

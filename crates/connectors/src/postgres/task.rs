@@ -25,6 +25,7 @@ use super::catalog::{self, TableId, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
+use super::slot_guard::SlotGuard;
 use super::incremental::Incremental;
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotPosition, SnapshotState, StoredOffset};
@@ -63,6 +64,7 @@ struct Running {
     progress: Progress,
     handed: Handed,
     heartbeat_action: Option<HeartbeatAction>,
+    slot_guard: SlotGuard,
     incremental: Incremental,
     shutdown: CancellationToken,
 }
@@ -116,7 +118,7 @@ impl Running {
                 }
                 None => {
                     if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
-                        return Err(ConnectError::fatal(format!(
+                        return Err(ConnectError::permanent(format!(
                             "replication slot {:?} does not exist but the stored offsets say streaming was at lsn {}: the changes since are lost. \
                              To recover: delete this connector's offsets and restart it to take a new snapshot (or set snapshot.mode=when_needed)",
                             cfg.slot_name,
@@ -200,6 +202,7 @@ impl Running {
         };
         Ok(Self {
             heartbeat_action: HeartbeatAction::new(&cfg),
+            slot_guard: SlotGuard::new(cfg.slot_guard.clone()),
             incremental,
             cfg,
             catalog,
@@ -281,6 +284,7 @@ impl Running {
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
                 }
+                self.slot_guard.maybe_check(&self.catalog, &self.cfg.slot_name).await?;
                 if self.stream.is_none() {
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
                 }

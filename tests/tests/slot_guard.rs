@@ -1,0 +1,86 @@
+//! Replication-slot safety through the real binary, against a real PostgreSQL 15 whose
+//! `max_slot_wal_keep_size` is 1 MB: a slot behind its warning threshold is reported, and a
+//! slot that lost the WAL it needed fails the task for good, loudly, with the recovery, and
+//! is never restarted into a silent gap.
+
+use std::time::Duration;
+
+use sluice_tests::{eventually, json, Postgres as Pg, Worker};
+
+#[test]
+fn a_slot_that_lost_its_wal_fails_for_good_with_the_recovery() {
+    let pg = Pg::start();
+    pg.sql("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'");
+    pg.sql("SELECT pg_reload_conf()");
+    pg.sql("CREATE TABLE items (id int PRIMARY KEY, v text)");
+    pg.sql("CREATE TABLE filler (x text)");
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("restart.policy", "on-failure"), ("offset.flush.interval.ms", "200")]);
+    let config = pg.source_config(
+        "sluice_guarded",
+        &[
+            ("sluice.slot.check.interval.ms", "300"),
+            // Any retained WAL is past one byte: the warning shows at the first check.
+            ("sluice.slot.lag.warn.bytes", "1"),
+            ("sluice.restart.min.backoff.ms", "200"),
+        ],
+    );
+    let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("pg", 1);
+    eventually(Duration::from_secs(30), "the slot", || {
+        pg.sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_guarded'") == "1"
+    });
+    pg.sql("INSERT INTO items VALUES (1, 'a')");
+    eventually(Duration::from_secs(30), "a committed offset", || {
+        w.get("/connectors/pg/offsets").1["offsets"].as_array().is_some_and(|o| !o.is_empty())
+    });
+    eventually(Duration::from_secs(30), "the retention warning", || w.output().contains("past sluice.slot.lag.warn.bytes=1"));
+
+    // Stopped, the slot falls behind while the WAL grows past the 1 MB the server keeps for
+    // it; checkpoints remove what it needed.
+    assert_eq!(w.put("/connectors/pg/stop", &json!({})).0, 204);
+    w.wait_for("/connectors/pg/status", Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED");
+    eventually(Duration::from_secs(120), "the slot to lose its WAL", || {
+        pg.sql("INSERT INTO filler SELECT repeat(md5(g::text), 32) FROM generate_series(1, 20000) g");
+        pg.sql("SELECT pg_switch_wal()");
+        pg.sql("CHECKPOINT");
+        pg.sql("SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'sluice_guarded'") == "lost"
+    });
+
+    assert_eq!(w.put("/connectors/pg/resume", &json!({})).0, 202);
+    let status = w.wait_for("/connectors/pg/status", Duration::from_secs(60), |_, b| b["tasks"][0]["state"] == "FAILED");
+    let trace = status["tasks"][0]["trace"].as_str().unwrap();
+    assert!(trace.contains("lost WAL it needed") && trace.contains("pg_drop_replication_slot('sluice_guarded')"), "{trace}");
+    // It stays FAILED: no automatic restart can bring the changes back.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(w.get("/connectors/pg/status").1["tasks"][0]["state"], "FAILED");
+    let restarts = w.get("/connectors/pg/restarts").1;
+    assert_eq!((&restarts["tasks"][0]["last_error_class"], &restarts["tasks"][0]["total"]), (&json!("fatal"), &json!(0)), "{restarts}");
+
+    // The recovery the trace names works: a new slot and a new snapshot.
+    assert_eq!(w.put("/connectors/pg/stop", &json!({})).0, 204);
+    w.wait_for("/connectors/pg/status", Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED");
+    pg.sql("SELECT pg_drop_replication_slot('sluice_guarded')");
+    assert_eq!(w.delete("/connectors/pg/offsets").0, 200);
+    assert_eq!(w.put("/connectors/pg/resume", &json!({})).0, 202);
+    w.wait_running("pg", 1);
+    eventually(Duration::from_secs(30), "a new slot", || {
+        pg.sql("SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'sluice_guarded'") == "reserved"
+    });
+}
+
+#[test]
+fn slot_guard_keys_are_validated_by_name() {
+    let pg = Pg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[]);
+    let config = pg.source_config("sluice_keys", &[("sluice.slot.lag.action", "drop-and-resnapshot")]);
+    let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
+    assert_eq!(code, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("sluice.slot.lag.action"), "{body}");
+    let config = pg.source_config("sluice_keys", &[("sluice.slot.check.interval.ms", "5")]);
+    let (code, body) = w.post("/connectors", &json!({"name": "pg", "config": config}));
+    assert_eq!(code, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("sluice.slot.check.interval.ms"), "{body}");
+}
