@@ -15,7 +15,7 @@
 //! connector instance where it runs, changed task configs restart that connector's tasks
 //! where they run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -24,7 +24,6 @@ use serde_json::json;
 use sluice_api::{ConfigDef, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, Props};
 use tokio::sync::{mpsc, watch, Mutex};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::validate::{self, invalid_message, redact};
 use super::*;
@@ -37,6 +36,9 @@ use crate::task::exactly_once::WorkerSupport;
 use crate::worker::config::WorkerConfig;
 use crate::worker::restart::{Decision, FailureClass, Streak, Unit};
 use crate::worker::task::{TaskHandle, TaskSpec, Worker};
+
+mod membership;
+pub use membership::Cluster;
 
 struct Entry {
     state: ConnectorConfigState,
@@ -86,80 +88,6 @@ pub struct StandaloneHerder {
     cluster: Option<Cluster>,
 }
 
-/// A group member's view of its cluster (see [`super::group`]).
-pub struct Cluster {
-    /// This worker's REST URL, which followers forward writes to when it leads.
-    pub url: String,
-    /// Notified to make this worker rejoin its group (a rebalance).
-    pub rejoin: Arc<tokio::sync::Notify>,
-    view: std::sync::Mutex<ClusterView>,
-    /// The configs as read from the config topic; only touched under the entries lock.
-    snapshot: std::sync::Mutex<ConfigSnapshot>,
-    /// This worker's share; only touched under the entries lock.
-    owned: std::sync::Mutex<Owned>,
-    /// Cooperative protocols: what REST asked to restart, for the leader's next round.
-    restarts: std::sync::Mutex<super::Units>,
-}
-
-/// What the group assigned this worker, and what of it this worker has started.
-#[derive(Default, Clone)]
-struct Owned {
-    /// The last assignment came under a cooperative protocol.
-    cooperative: bool,
-    connectors: BTreeSet<String>,
-    tasks: BTreeSet<ConnectorTaskId>,
-    /// Started since assigned (a start that failed is not retried at every rebalance).
-    started_connectors: BTreeSet<String>,
-    started_tasks: BTreeSet<ConnectorTaskId>,
-}
-
-/// How a connector's stored state changed, as read from the config topic.
-struct Change {
-    name: String,
-    config: bool,
-    tasks: bool,
-    target: Option<(TargetState, TargetState)>,
-}
-
-#[derive(Default, Clone)]
-struct ClusterView {
-    leader: bool,
-    leader_url: Option<String>,
-    /// True from a revoke until the next assignment.
-    rebalancing: bool,
-}
-
-impl Cluster {
-    pub fn new(url: String, rejoin: Arc<tokio::sync::Notify>) -> Self {
-        Self {
-            url,
-            rejoin,
-            view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
-            snapshot: Default::default(),
-            owned: Default::default(),
-            restarts: Default::default(),
-        }
-    }
-
-    /// Asks for a rebalance that restarts these connectors and tasks: under a cooperative
-    /// protocol the leader revokes them from their owners and deals them again; under the
-    /// eager protocol every rebalance restarts everything.
-    fn restart(&self, connectors: impl IntoIterator<Item = String>, tasks: impl IntoIterator<Item = ConnectorTaskId>) {
-        let mut r = self.restarts.lock().expect("restarts lock");
-        r.connectors.extend(connectors);
-        r.tasks.extend(tasks);
-        drop(r);
-        self.rejoin.notify_one();
-    }
-
-    fn view(&self) -> ClusterView {
-        self.view.lock().expect("cluster view lock").clone()
-    }
-
-    fn owned(&self) -> std::sync::MutexGuard<'_, Owned> {
-        self.owned.lock().expect("owned lock")
-    }
-}
 
 struct Context {
     name: String,
@@ -580,276 +508,6 @@ impl StandaloneHerder {
     }
 }
 
-/// Group membership (`sluice distributed` with a `group.id`): what the membership loop
-/// calls. Eager protocol: a worker runs nothing between [`StandaloneHerder::revoke`] (of
-/// everything) and [`StandaloneHerder::assigned`]; cooperative protocols: only the revoked
-/// work stops.
-impl StandaloneHerder {
-    fn cluster(&self) -> &Cluster {
-        self.cluster.as_ref().expect("a group member")
-    }
-
-    /// The status board, which a group member keeps following (`StatusStore::follow`).
-    pub fn status_store(&self) -> Arc<StatusStore> {
-        self.status.clone()
-    }
-
-    /// The config topic's last offset read by this worker.
-    pub fn config_position(&self) -> i64 {
-        self.configs.position()
-    }
-
-    /// Reads new config records into the entries. The leader rejoins when there were any
-    /// (a connector, its tasks or its target state changed), so the group is reassigned.
-    /// Cooperative protocols: changes to what this worker runs are applied here.
-    async fn catch_up(&self, entries: &mut BTreeMap<String, Entry>) {
-        let cluster = self.cluster();
-        let mut snapshot = cluster.snapshot.lock().expect("snapshot lock").clone();
-        match self.configs.catch_up(&mut snapshot).await {
-            Ok(false) => return,
-            Ok(true) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the config topic");
-                return;
-            }
-        }
-        *cluster.snapshot.lock().expect("snapshot lock") = snapshot.clone();
-        let gone: Vec<String> = entries.keys().filter(|n| !snapshot.connectors.contains_key(*n)).cloned().collect();
-        for name in gone {
-            self.stop_connector(entries, &name).await;
-            entries.remove(&name);
-            self.status.remove_connector(&name);
-            self.tasks.forget_connector(&name);
-            let mut owned = cluster.owned();
-            owned.started_connectors.remove(&name);
-            owned.started_tasks.retain(|t| t.connector != name);
-        }
-        let mut changes = Vec::new();
-        for (name, state) in snapshot.connectors {
-            match entries.get_mut(&name) {
-                Some(e) => {
-                    if e.state.target != state.target {
-                        e.target_tx.send_replace(state.target);
-                    }
-                    let change = Change {
-                        name: name.clone(),
-                        config: e.state.config != state.config,
-                        tasks: e.state.tasks != state.tasks,
-                        target: (e.state.target != state.target).then_some((e.state.target, state.target)),
-                    };
-                    if change.config || change.tasks || change.target.is_some() {
-                        changes.push(change);
-                    }
-                    e.state = state;
-                }
-                None => {
-                    let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else {
-                        continue;
-                    };
-                    entries.insert(name, Entry::new(state, plugin));
-                }
-            }
-        }
-        if cluster.owned().cooperative {
-            for change in changes {
-                self.apply_change(entries, change).await;
-            }
-        }
-        if cluster.view().leader {
-            cluster.rejoin.notify_one();
-        }
-    }
-
-    /// Cooperative protocols: applies a config change to what this worker runs.
-    async fn apply_change(&self, entries: &mut BTreeMap<String, Entry>, change: Change) {
-        let name = change.name.as_str();
-        let owned = self.cluster().owned().clone();
-        let stop_related = matches!(change.target, Some((TargetState::Stopped, _)) | Some((_, TargetState::Stopped)));
-        if owned.connectors.contains(name) {
-            if change.config || stop_related {
-                tracing::info!(connector = name, "connector config or target state changed; restarting the connector");
-                let entry = entries.get_mut(name).expect("changed entries exist");
-                if let Some(mut instance) = entry.instance.take() {
-                    if let Err(e) = instance.stop().await {
-                        tracing::warn!(connector = name, error = %e, "connector stop failed");
-                    }
-                }
-                self.start_connector(entries, name).await;
-                self.cluster().owned().started_connectors.insert(name.to_owned());
-            } else if let Some((_, target)) = change.target {
-                let (from, to) =
-                    if target == TargetState::Paused { (State::Running, State::Paused) } else { (State::Paused, State::Running) };
-                if self.status.connector(name).is_some_and(|s| s.state == from) {
-                    self.status.put_connector(name, self.state(to, None));
-                }
-            }
-        }
-        if change.tasks {
-            let entry = entries.get_mut(name).expect("changed entries exist");
-            if !entry.tasks.is_empty() {
-                tracing::info!(connector = name, "task configs changed; restarting this worker's tasks of the connector");
-            }
-            self.stop_tasks(entry, None).await;
-            let mut started = Vec::new();
-            for id in owned.tasks.iter().filter(|t| t.connector == name) {
-                if (id.task as usize) < entry.state.tasks.len() {
-                    self.start_task(entry, name, id.task);
-                    started.push(id.clone());
-                }
-            }
-            let mut owned = self.cluster().owned();
-            owned.started_tasks.retain(|t| t.connector != name);
-            owned.started_tasks.extend(started);
-        }
-    }
-
-    /// Follows the config topic until `shutdown` (every group member runs this).
-    pub async fn follow_configs(self: Arc<Self>, shutdown: CancellationToken) {
-        while !shutdown.is_cancelled() {
-            {
-                let mut entries = self.entries.lock().await;
-                self.catch_up(&mut entries).await;
-            }
-            tokio::select! { _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}, _ = shutdown.cancelled() => {} }
-        }
-    }
-
-    /// What REST asked to restart since the last call (see [`Cluster::restart`]).
-    pub fn take_restarts(&self) -> super::Units {
-        std::mem::take(&mut *self.cluster().restarts.lock().expect("restarts lock"))
-    }
-
-    /// A rebalance starts: writes answer 409 until the next assignment.
-    pub fn rebalance_started(&self) {
-        self.cluster().view.lock().expect("cluster view lock").rebalancing = true;
-    }
-
-    /// Stops these connectors and tasks (those this worker runs), and waits for them.
-    pub async fn revoke(&self, connectors: &[String], tasks: &[ConnectorTaskId]) {
-        let mut entries = self.entries.lock().await;
-        let mut joins = Vec::new();
-        for id in tasks {
-            if let Some(t) = entries.get_mut(&id.connector).and_then(|e| e.tasks.remove(&id.task)) {
-                t.shutdown.cancel();
-                joins.push(t.join);
-            }
-            self.tasks.forget_task(id);
-        }
-        self.await_tasks(joins).await;
-        for name in connectors {
-            self.tasks.restarts.forget(&Unit::Connector(name.clone()));
-            if let Some(mut instance) = entries.get_mut(name).and_then(|e| e.instance.take()) {
-                if let Err(e) = instance.stop().await {
-                    tracing::warn!(connector = %name, error = %e, "connector stop failed");
-                }
-            }
-        }
-        let mut owned = self.cluster().owned();
-        for name in connectors {
-            owned.connectors.remove(name);
-            owned.started_connectors.remove(name);
-        }
-        for id in tasks {
-            owned.tasks.remove(id);
-            owned.started_tasks.remove(id);
-        }
-        tracing::info!(connectors = ?connectors, tasks = ?tasks, "stopped the revoked connectors and tasks");
-    }
-
-    /// Leader: every connector with its committed task count, as of the config topic's end.
-    pub async fn assignable(&self) -> (i64, BTreeMap<String, u32>) {
-        let mut entries = self.entries.lock().await;
-        self.catch_up(&mut entries).await;
-        (self.configs.position(), entries.iter().map(|(n, e)| (n.clone(), e.state.tasks.len() as u32)).collect())
-    }
-
-    /// This worker's whole share for `generation`: stops what it runs outside it, starts
-    /// what of it is not running.
-    pub async fn assigned(
-        &self,
-        generation: i32,
-        leader: bool,
-        leader_url: String,
-        connectors: &[String],
-        tasks: &[ConnectorTaskId],
-        cooperative: bool,
-    ) {
-        let mut entries = self.entries.lock().await;
-        if self.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        self.catch_up(&mut entries).await;
-        // Source tasks resume where the worker that ran them before committed.
-        if let Err(e) = self.offsets.reload().await {
-            tracing::warn!(error = %e, "could not re-read the offsets topic; moved source tasks may repeat records");
-        }
-        self.status.set_generation(generation);
-        *self.cluster().view.lock().expect("cluster view lock") = ClusterView { leader, leader_url: Some(leader_url), rebalancing: false };
-        let want_connectors: BTreeSet<String> = connectors.iter().cloned().collect();
-        let want_tasks: BTreeSet<ConnectorTaskId> = tasks.iter().cloned().collect();
-
-        // Anything running outside the assignment stops (it should already have been revoked).
-        let mut joins = Vec::new();
-        for (name, entry) in entries.iter_mut() {
-            let stray: Vec<u32> = entry
-                .tasks
-                .keys()
-                .copied()
-                .filter(|t| !want_tasks.contains(&ConnectorTaskId { connector: name.clone(), task: *t }))
-                .collect();
-            for t in stray {
-                tracing::warn!(connector = %name, task = t, "stopping a task that is not assigned to this worker");
-                let handle = entry.tasks.remove(&t).expect("listed");
-                handle.shutdown.cancel();
-                joins.push(handle.join);
-            }
-        }
-        self.await_tasks(joins).await;
-        for (name, entry) in entries.iter_mut() {
-            if !want_connectors.contains(name) {
-                if let Some(mut instance) = entry.instance.take() {
-                    tracing::warn!(connector = %name, "stopping a connector that is not assigned to this worker");
-                    if let Err(e) = instance.stop().await {
-                        tracing::warn!(connector = %name, error = %e, "connector stop failed");
-                    }
-                }
-            }
-        }
-        let mut owned = {
-            let mut o = self.cluster().owned();
-            o.cooperative = cooperative;
-            o.connectors = want_connectors.clone();
-            o.tasks = want_tasks.clone();
-            o.started_connectors.retain(|c| want_connectors.contains(c));
-            o.started_tasks.retain(|t| want_tasks.contains(t));
-            o.clone()
-        };
-        for name in connectors {
-            if entries.contains_key(name) && !owned.started_connectors.contains(name) {
-                self.start_connector(&mut entries, name).await;
-                owned.started_connectors.insert(name.clone());
-            }
-        }
-        for id in tasks {
-            let Some(entry) = entries.get_mut(&id.connector) else { continue };
-            if (id.task as usize) < entry.state.tasks.len() && !entry.tasks.contains_key(&id.task) && !owned.started_tasks.contains(id) {
-                self.start_task(entry, &id.connector, id.task);
-                owned.started_tasks.insert(id.clone());
-            }
-        }
-        {
-            let mut o = self.cluster().owned();
-            o.started_connectors = owned.started_connectors;
-            o.started_tasks = owned.started_tasks;
-        }
-        self.ready.store(true, Ordering::SeqCst);
-    }
-
-    /// After a write to the config topic: read it back, so the answer reflects it.
-    async fn applied(&self, entries: &mut BTreeMap<String, Entry>) {
-        self.catch_up(entries).await;
-    }
-}
 
 fn sink_partition(tp: &sluice_api::TopicPartition) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
