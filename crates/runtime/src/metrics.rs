@@ -378,18 +378,12 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
         &[],
         if view.rebalancing { 1.0 } else { 0.0 },
     );
-    const TASK_STATES: [(&str, State); 6] = [
-        ("running", State::Running),
-        ("paused", State::Paused),
-        ("failed", State::Failed),
-        ("unassigned", State::Unassigned),
-        ("destroyed", State::Destroyed),
-        ("restarting", State::Restarting),
-    ];
+    const TASK_STATES: [State; 6] = [State::Running, State::Paused, State::Failed, State::Unassigned, State::Destroyed, State::Restarting];
     for c in connectors {
         let labels = [("connector", c.name.as_str())];
         p.add(w("connector-total-task-count"), "gauge", "The number of tasks of the connector on the worker.", &labels, c.tasks.len() as f64);
-        for (label, state) in TASK_STATES {
+        for state in TASK_STATES {
+            let label = state_label(state);
             let count = c.tasks.iter().filter(|(_, s)| *s == state).count();
             p.add(w(&format!("connector-{label}-task-count")), "gauge", "The number of tasks of the connector in this state.", &labels, count as f64);
         }

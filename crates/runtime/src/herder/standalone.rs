@@ -376,7 +376,7 @@ impl StandaloneHerder {
             Decision::Restart(delay) => {
                 tracing::info!(connector = name, restart = count + 1, delay_ms = delay.as_millis() as u64, "restarting the failed connector after a backoff");
                 self.status.put_connector(name, self.state(State::Restarting, Some(trace)));
-                entry.streak = Streak { restarts: count + 1, last_backoff: delay, since: std::time::Instant::now() };
+                entry.streak = Streak::restarted(count + 1, delay);
                 let (requests, name, starts) = (self.requests.clone(), name.to_owned(), entry.starts);
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;

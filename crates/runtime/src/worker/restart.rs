@@ -338,6 +338,11 @@ impl Streak {
         Self { restarts: 0, last_backoff: Duration::ZERO, since: Instant::now() }
     }
 
+    /// The streak of a unit restarted now as restart number `restarts`, after `delay`.
+    pub fn restarted(restarts: u32, delay: Duration) -> Self {
+        Self { restarts, last_backoff: delay, since: Instant::now() }
+    }
+
     /// The count to decide the next failure with: 0 when the unit ran long enough.
     pub fn count_at_failure(&self, policy: &RestartPolicy, committed: bool) -> u32 {
         if committed || self.since.elapsed() >= policy.stable_after(self.last_backoff) {

@@ -209,7 +209,7 @@ impl Worker {
                         _ = tokio::time::sleep(delay) => {}
                         _ = shutdown.cancelled() => return,
                     }
-                    streak = Streak { restarts: count + 1, last_backoff: delay, since: std::time::Instant::now() };
+                    streak = Streak::restarted(count + 1, delay);
                     self.restarts.restarted(&unit, count + 1);
                 }
             }
