@@ -3,12 +3,14 @@
 mod bad_input;
 mod cli;
 mod cluster;
+mod connectors_dir;
 mod crash;
 mod distributed;
 mod docker;
 mod errors;
 mod exactly_once;
 mod health;
+mod isolation;
 mod image;
 mod kafka;
 mod kafka_overrides;

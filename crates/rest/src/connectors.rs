@@ -168,8 +168,10 @@ pub async fn info(State(state): State<RestState>, PathParams(name): PathParams<S
     Ok(Json(state.herder.connector_info(&name).await?))
 }
 
-/// `DELETE /connectors/{name}`: 204.
+/// `DELETE /connectors/{name}`: 204. A connector a directory declares answers 409 under
+/// `connectors.dir.drift=reject`; under `revert` or `allow` the next pass creates it again.
 pub async fn delete(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<StatusCode> {
+    crate::directory::guard(&state, &name).await?;
     state.herder.delete_connector(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -190,6 +192,9 @@ pub async fn put_config(
     let mut config = request::string_map(body, "Connector configuration")?;
     check_name_in_config(&name, &mut config)?;
     check_name(&name)?;
+    if let Some(owner_keys) = crate::directory::guard(&state, &name).await? {
+        config.extend(owner_keys);
+    }
     let (was_created, info) = state.herder.put_connector_config(&name, config, true, None).await?;
     if was_created {
         Ok(created(&headers, &name, info))
@@ -205,7 +210,11 @@ pub async fn patch_config(
     PathParams(name): PathParams<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<ConnectorInfo>> {
-    let patch = request::string_map_with_nulls(body, "Connector configuration patch")?;
+    let mut patch = request::string_map_with_nulls(body, "Connector configuration patch")?;
+    if crate::directory::guard(&state, &name).await?.is_some() {
+        // The ownership keys stay.
+        patch.retain(|k, _| !k.starts_with(sluice_runtime::declared::OWNER_PREFIX));
+    }
     Ok(Json(state.herder.patch_connector_config(&name, patch).await?))
 }
 

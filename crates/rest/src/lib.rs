@@ -12,6 +12,7 @@
 //! | [`health`] | `GET /health/connectors` (the `kafka-connect-healthcheck` contract) |
 //! | [`connectors`] | `/connectors`, a connector's config, status and lifecycle |
 //! | [`tasks`] | `/connectors/{name}/tasks…` |
+//! | [`directory`] | `/connectors-dir…` (`connectors.dir`) and the drift rule for declared connectors |
 //! | [`offsets`] | `/connectors/{name}/offsets` and `/topics` |
 //! | [`plugins`] | `/connector-plugins…` |
 //! | [`loggers`] | `/admin/loggers…` |
@@ -44,6 +45,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub mod connectors;
+pub mod directory;
 pub mod error;
 mod forward;
 pub mod health;
@@ -68,6 +70,9 @@ pub struct RestState {
     pub commit: String,
     /// `GET /` `kafka_cluster_id`.
     pub kafka_cluster_id: String,
+    /// The worker's `connectors.dir` (its drift rule applies to REST writes even when the
+    /// worker has no directory of its own: a declared connector is owned cluster-wide).
+    pub directory: Option<Arc<sluice_runtime::declared::reconcile::Directory>>,
 }
 
 /// The whole API. Unknown paths answer 404 and known paths with another method 405, both in
@@ -90,6 +95,9 @@ fn routes(state: RestState) -> Router {
         .route("/connectors/{connector}/status", get(connectors::status))
         .route("/connectors/{connector}/restart", post(connectors::restart))
         .route("/connectors/{connector}/restarts", get(connectors::restarts))
+        .route("/connectors-dir", get(directory::last))
+        .route("/connectors-dir/plan", post(directory::plan))
+        .route("/connectors-dir/apply", post(directory::apply))
         .route("/connectors/{connector}/pause", put(connectors::pause))
         .route("/connectors/{connector}/resume", put(connectors::resume))
         .route("/connectors/{connector}/stop", put(connectors::stop))

@@ -5,6 +5,7 @@
 //! - [`herder`]: connector and task lifecycle, the surface REST calls.
 
 pub mod convert;
+pub mod declared;
 pub mod herder;
 pub mod log;
 pub mod logging;

@@ -171,21 +171,15 @@ fn epoch_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// This worker's metrics.
-pub struct Metrics {
+/// The worker's `metrics.enabled` and `metrics.prometheus.naming`, checked once with the
+/// rest of the worker config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
     pub enabled: bool,
     pub naming: Naming,
-    started: SystemTime,
-    tasks: Mutex<BTreeMap<ConnectorTaskId, Arc<TaskMetrics>>>,
-    pub task_startup_attempts: AtomicU64,
-    pub task_startup_success: AtomicU64,
-    pub task_startup_failure: AtomicU64,
-    pub connector_startup_attempts: AtomicU64,
-    pub connector_startup_success: AtomicU64,
-    pub connector_startup_failure: AtomicU64,
 }
 
-impl Metrics {
+impl Settings {
     pub fn from_worker(props: &Props) -> ConnectResult<Self> {
         let naming = match props.get(NAMING_KEY).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             None | Some("strimzi") => Naming::Strimzi,
@@ -207,7 +201,28 @@ impl Metrics {
                 ))
             }
         };
-        Ok(Self::new(enabled, naming))
+        Ok(Self { enabled, naming })
+    }
+}
+
+/// This worker's metrics.
+pub struct Metrics {
+    pub enabled: bool,
+    pub naming: Naming,
+    started: SystemTime,
+    tasks: Mutex<BTreeMap<ConnectorTaskId, Arc<TaskMetrics>>>,
+    pub task_startup_attempts: AtomicU64,
+    pub task_startup_success: AtomicU64,
+    pub task_startup_failure: AtomicU64,
+    pub connector_startup_attempts: AtomicU64,
+    pub connector_startup_success: AtomicU64,
+    pub connector_startup_failure: AtomicU64,
+}
+
+impl Metrics {
+    pub fn from_worker(props: &Props) -> ConnectResult<Self> {
+        let s = Settings::from_worker(props)?;
+        Ok(Self::new(s.enabled, s.naming))
     }
 
     pub fn new(enabled: bool, naming: Naming) -> Self {
@@ -584,6 +599,76 @@ mod tests {
         assert_eq!(t.source_record_poll.load(Relaxed), 0);
         assert_eq!(t.batches.load(Relaxed), 0);
         assert_eq!(t.record_failures.load(Relaxed), 0);
+    }
+
+    /// Every metric that a query of the Grafana dashboard `docker/grafana-dashboard.json`
+    /// names (in a panel's `expr` or a variable's query) is a family `render` writes under
+    /// the default (Strimzi) names, for a worker with a source and a sink task and a task
+    /// and a connector waiting to restart. Linux only: the `process_*` families come from
+    /// /proc.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dashboard_queries_only_rendered_metrics() {
+        let m = Metrics::new(true, Naming::Strimzi);
+        let (source, sink) = (ConnectorTaskId { connector: "src".into(), task: 0 }, ConnectorTaskId { connector: "snk".into(), task: 0 });
+        m.task_started(&source);
+        m.task_started(&sink);
+        let connector = |name: &str, kind| ConnectorView {
+            name: name.into(),
+            class: "C".into(),
+            kind,
+            version: "1".into(),
+            state: State::Running,
+            tasks: vec![(0, State::Running)],
+            local_tasks: vec![0],
+        };
+        let waiting = RestartRecord { total: 1, next_attempt: Some(1), ..Default::default() };
+        let view = WorkerView {
+            connectors: vec![connector("src", ConnectorKind::Source), connector("snk", ConnectorKind::Sink)],
+            restarts: vec![(Unit::Task(sink), waiting.clone()), (Unit::Connector("src".into()), waiting)],
+            rebalancing: false,
+        };
+        let text = render(&m, &view);
+        let rendered: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| match l.strip_prefix("# TYPE ") {
+                Some(family) => family.split(' ').next(),
+                None if l.starts_with('#') => None,
+                None => l.split(['{', ' ']).next(),
+            })
+            .collect();
+
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docker/grafana-dashboard.json")).expect("the dashboard is JSON");
+        let mut queries = Vec::new();
+        for panel in dashboard["panels"].as_array().expect("the dashboard's panels") {
+            // A collapsed row holds its panels.
+            for p in std::iter::once(panel).chain(panel["panels"].as_array().into_iter().flatten()) {
+                if p["type"] == "row" {
+                    continue;
+                }
+                let title = format!("panel {}", p["title"]);
+                let targets = p["targets"].as_array().filter(|t| !t.is_empty()).unwrap_or_else(|| panic!("{title} has no queries"));
+                for t in targets {
+                    let expr = t["expr"].as_str().unwrap_or_else(|| panic!("{title} has a query without expr"));
+                    queries.push((title.clone(), expr.to_owned()));
+                }
+            }
+        }
+        for v in dashboard["templating"]["list"].as_array().expect("the dashboard's variables") {
+            if let Some(q) = v["query"]["query"].as_str() {
+                queries.push((format!("variable {}", v["name"]), q.to_owned()));
+            }
+        }
+        assert!(queries.len() > 20, "the dashboard's queries were not found: {queries:?}");
+        let metric = regex::Regex::new(r"\b(?:kafka_connect_|sluice_|process_)\w*").expect("regex");
+        for (place, expr) in &queries {
+            let names: Vec<&str> = metric.find_iter(expr).map(|m| m.as_str()).collect();
+            assert!(!names.is_empty(), "{place} names no metric: {expr}");
+            for name in names {
+                assert!(rendered.contains(name), "{place} queries {name}, which /metrics does not render; it renders {rendered:#?}");
+            }
+        }
     }
 
     #[test]

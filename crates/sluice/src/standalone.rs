@@ -50,27 +50,29 @@ pub enum Mode {
 const DISTRIBUTED_REQUIRED: &[&str] =
     &["bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic"];
 
-pub fn main(worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
-    run_mode(Mode::Standalone, worker_file, connector_files)
+/// What the command line gives a worker.
+#[derive(Debug, Default)]
+pub struct Args {
+    pub worker_file: Option<String>,
+    pub connector_files: Vec<String>,
+    /// `--connectors-dir`: overrides `connectors.dir` (and `CONNECT_CONNECTORS_DIR`).
+    pub connectors_dir: Option<String>,
 }
 
-pub fn run_mode(mode: Mode, worker_file: Option<String>, connector_files: Vec<String>) -> anyhow::Result<()> {
+pub fn run_mode(mode: Mode, args: Args) -> anyhow::Result<()> {
     let loggers = sluice_runtime::logging::init("info").context("could not set up logging")?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sluice").build()?;
-    runtime.block_on(run(mode, worker_file, connector_files, loggers))
+    runtime.block_on(run(mode, args, loggers))
 }
 
-async fn run(
-    mode: Mode,
-    worker_file: Option<String>,
-    connector_files: Vec<String>,
-    loggers: sluice_runtime::logging::LogLevels,
-) -> anyhow::Result<()> {
+async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels) -> anyhow::Result<()> {
+    let Args { worker_file, connector_files, connectors_dir } = args;
     let file_props = match &worker_file {
         Some(path) => parse_properties(&std::fs::read_to_string(path).with_context(|| format!("cannot read worker properties {path}"))?),
         None => Default::default(),
     };
-    let worker = WorkerConfig::from_sources(file_props, std::env::vars()).context("invalid worker configuration")?;
+    let flag = connectors_dir.map(|d| ("CONNECT_CONNECTORS_DIR".to_owned(), d));
+    let worker = WorkerConfig::from_sources(file_props, std::env::vars().chain(flag)).context("invalid worker configuration")?;
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
     check_exactly_once(mode, &worker)?;
@@ -102,12 +104,14 @@ async fn run(
     let listener = rest_listener(&worker.rest_host, worker.rest_port).await?;
     let addr = listener.local_addr().map_or_else(|_| format!("{}:{}", worker.rest_host, worker.rest_port), |a| a.to_string());
     let shutdown = CancellationToken::new();
+    let directory = sluice_runtime::declared::reconcile::Directory::new(worker.connectors_dir.clone());
     let state = sluice_rest::RestState {
         herder: herder.clone() as Arc<dyn Herder>,
         loggers,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         commit: option_env!("SLUICE_COMMIT").unwrap_or("unknown").to_owned(),
         kafka_cluster_id: cluster_id,
+        directory: Some(directory.clone()),
     };
     let rest = tokio::spawn(sluice_rest::serve(listener, sluice_rest::router(state), shutdown.clone()));
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
@@ -122,15 +126,21 @@ async fn run(
         member_loop = Some(tokio::spawn(member.run(member_worker, membership.clone())));
         tracing::info!(group.id = %worker.props["group.id"], "joining the group: this worker runs the connectors and tasks the group assigns it");
     }
-    for (name, props) in connectors {
-        match herder.put_connector_config(&name, props, true, None).await {
+    for declared in connectors {
+        let name = declared.name;
+        match herder.put_connector_config(&name, declared.config, true, declared.state).await {
             Ok((created, _)) => tracing::info!(connector = %name, created, "connector from the command line applied"),
             Err(e) => bail!("connector {name} from the command line was rejected: {e}"),
         }
     }
+    // After the command line's connectors, so a directory that declares the same names
+    // reports them as conflicts instead of fighting over them.
+    let reconciling = CancellationToken::new();
+    tokio::spawn(directory.run(herder.clone() as Arc<dyn Herder>, reconciling.clone()));
     tracing::info!("worker started");
 
     wait_for_signal().await;
+    reconciling.cancel();
     tracing::info!("stopping: tasks get task.shutdown.graceful.timeout.ms to finish and commit");
     herder.shutdown().await;
     // Leave the group after the tasks stopped, so the others rebalance at once.

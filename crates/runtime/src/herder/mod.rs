@@ -228,6 +228,12 @@ pub trait Herder: Send + Sync + 'static {
 
     async fn connector_config(&self, name: &str) -> HerderResult<Props>;
 
+    /// The stored config with secrets as stored, for the worker's own comparisons
+    /// (`connectors.dir`); never served through REST.
+    async fn stored_connector_config(&self, name: &str) -> HerderResult<Props> {
+        self.connector_config(name).await
+    }
+
     /// Creates (`Ok((true, …))`) or, when `allow_replace`, updates (`Ok((false, …))`) a
     /// connector. A new connector starts in `initial_state` (default STARTED).
     async fn put_connector_config(

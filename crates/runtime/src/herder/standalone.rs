@@ -581,6 +581,12 @@ impl Herder for StandaloneHerder {
         Ok(self.redacted(entry, &entry.state.config))
     }
 
+    async fn stored_connector_config(&self, name: &str) -> HerderResult<Props> {
+        let entries = self.entries.lock().await;
+        let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+        Ok(entry.state.config.clone())
+    }
+
     async fn put_connector_config(
         &self,
         name: &str,

@@ -23,6 +23,8 @@ const PASSTHROUGH_PREFIXES: &[&str] = &[
     // The worker's automatic restarts (`crate::worker::restart`), checked below: not part of
     // Connect's definition, so the validate answer keeps Connect's keys.
     crate::worker::restart::PREFIX,
+    crate::declared::OWNER_PREFIX,
+    crate::task::rate::KEY,
 ];
 
 /// The keys every connector of `kind` has.
@@ -269,6 +271,7 @@ pub fn validate(
     // replication factor of 0.
     let mut rule_errors: Vec<(String, String)> = crate::task::errors::dlq_replication_error(props).into_iter().collect();
     rule_errors.extend(crate::worker::restart::RestartPolicy::validate(props));
+    rule_errors.extend(crate::task::rate::RateLimit::validate(props));
     if plugin.kind == ConnectorKind::Source && topic_creation {
         rule_errors.extend(crate::task::topic_creation::validate(props));
     }

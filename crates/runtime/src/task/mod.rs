@@ -14,6 +14,7 @@
 pub mod errant;
 pub mod errors;
 pub mod exactly_once;
+pub mod rate;
 pub mod sink;
 pub mod source;
 pub mod topic_creation;

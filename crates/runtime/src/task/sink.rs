@@ -79,6 +79,8 @@ pub struct SinkRunner {
     pub state: StateReporter,
     /// Set from the task after it started (see [`MAX_PUT_BYTES`]).
     pub max_put_bytes: usize,
+    /// `sluice.max.records.per.second`: waited out before the next fetch.
+    pub rate: Option<super::rate::RateLimit>,
     /// Connect's sink-task metrics of this task.
     pub metrics: Arc<crate::metrics::TaskMetrics>,
 }
@@ -207,6 +209,11 @@ impl SinkRunner {
                         self.metrics.batch(count, began.elapsed());
                         backoff.reset();
                         self.state.running();
+                        if let Some(rate) = &mut self.rate {
+                            if !rate.pace(count, shutdown).await {
+                                return Ok(());
+                            }
+                        }
                         break;
                     }
                     Err(e) if e.is_retriable() => {

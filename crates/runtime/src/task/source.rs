@@ -90,6 +90,8 @@ pub struct SourceRunner {
     pub max_retries: Option<u32>,
     /// Connect's source-task metrics of this task.
     pub metrics: Arc<crate::metrics::TaskMetrics>,
+    /// `sluice.max.records.per.second`: waited out before the next poll.
+    pub rate: Option<super::rate::RateLimit>,
 }
 
 /// A task's transactional producer and when its transactions commit.
@@ -242,6 +244,11 @@ impl SourceRunner {
                 }
             }
             self.metrics.batch(polled, began.elapsed());
+            if let Some(rate) = &mut self.rate {
+                if !rate.pace(polled, shutdown).await {
+                    return Ok(());
+                }
+            }
         }
     }
 
@@ -302,6 +309,11 @@ impl SourceRunner {
                 let (batch, offsets) = self.convert(&mut router, &mut records.into_iter(), usize::MAX).await?;
                 self.metrics.add(&self.metrics.source_record_write, batch.len() as u64);
                 self.metrics.batch(polled, began.elapsed());
+                if let Some(rate) = &mut self.rate {
+                    if !rate.pace(polled, shutdown).await {
+                        return Ok(());
+                    }
+                }
                 if txn.open.is_none() {
                     writer.begin().map_err(|e| ConnectError::fatal_from("cannot begin a transaction", e))?;
                     txn.open = Some(tokio::time::Instant::now());

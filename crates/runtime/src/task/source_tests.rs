@@ -117,6 +117,7 @@ async fn runner(
     let r = SourceRunner {
         max_retries: None,
         metrics: crate::metrics::TaskMetrics::disabled(),
+        rate: None,
         id: ConnectorTaskId { connector: "c".into(), task: 0 },
         task: Box::new(Batches { batches: batches.into(), done: done.clone(), value_len: 0 }),
         ctx: SourceTaskContext {

@@ -83,6 +83,9 @@ const KNOWN_KEYS: &[&str] = &[
     "restart.policy",
     "metrics.enabled",
     "metrics.prometheus.naming",
+    "connectors.dir",
+    "connectors.dir.drift",
+    "connectors.dir.interval.ms",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
     "key.converter.",
@@ -131,6 +134,12 @@ pub struct WorkerConfig {
     /// `exactly.once.source.support` (distributed mode on Kafka only; see
     /// [`crate::task::exactly_once`]).
     pub exactly_once_source: crate::task::exactly_once::WorkerSupport,
+    /// `connectors.dir`, `connectors.dir.drift`, `connectors.dir.interval.ms`.
+    pub connectors_dir: crate::declared::Settings,
+    /// `restart.policy`.
+    pub restart_policy: crate::worker::restart::Policy,
+    /// `metrics.enabled`, `metrics.prometheus.naming`.
+    pub metrics: crate::metrics::Settings,
 }
 
 impl WorkerConfig {
@@ -195,9 +204,13 @@ impl WorkerConfig {
             }
         };
         let exactly_once_source = crate::task::exactly_once::WorkerSupport::from_worker_props(&props)?;
-        crate::worker::restart::Policy::from_worker(&props)?;
-        crate::metrics::Metrics::from_worker(&props)?;
+        let restart_policy = crate::worker::restart::Policy::from_worker(&props)?;
+        let metrics = crate::metrics::Settings::from_worker(&props)?;
+        let connectors_dir = crate::declared::Settings::from_worker(&props)?;
         Ok(Self {
+            restart_policy,
+            metrics,
+            connectors_dir,
             exactly_once_source,
             topic_creation_enable,
             rest_host,

@@ -25,10 +25,11 @@ use super::overrides::OffsetReset;
 use super::restart::{Decision, FailureClass, Policy, RestartBook, RestartPolicy, Streak, Unit};
 use crate::herder::{ConnectorTaskId, State, StateInfo, TargetState};
 use crate::log::{ClientOverrides, Log};
-use crate::metrics::{Counters, Metrics, Naming};
+use crate::metrics::{Counters, Metrics};
 use crate::store::offset::{ConnectorOffsets, OffsetStore};
 use crate::store::status::StatusStore;
 use crate::task::errors::ErrorPolicy;
+use crate::task::rate::RateLimit;
 use crate::task::exactly_once::{self, WorkerSupport};
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::{ExactlyOnce, SourceRunner};
@@ -118,14 +119,8 @@ impl Worker {
     /// A worker writing task states to `status`.
     pub fn new(config: WorkerConfig, log: Arc<dyn Log>, offsets: Arc<OffsetStore>, status: Arc<StatusStore>) -> Self {
         let worker_id = config.worker_id();
-        let restart_policy = Policy::from_worker(&config.props).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "invalid restart.policy; using on-failure");
-            Policy::OnFailure
-        });
-        let metrics = Metrics::from_worker(&config.props).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "invalid metrics keys; using the defaults");
-            Metrics::new(true, Naming::Strimzi)
-        });
+        let restart_policy = config.restart_policy;
+        let metrics = Metrics::new(config.metrics.enabled, config.metrics.naming);
         Self {
             listener: Arc::new(StatusListener { status: status.clone(), worker_id: worker_id.clone() }),
             config,
@@ -262,6 +257,7 @@ impl Worker {
             Task::Source(task) => Runner::Source(SourceRunner {
                 exactly_once: self.exactly_once(&config, id, &log)?,
                 max_retries: max_retries(&config)?,
+                rate: RateLimit::from_config(&config, spec.task_count)?,
                 metrics,
                 id: id.clone(),
                 task,
@@ -308,6 +304,7 @@ impl Worker {
                     target: spec.target.clone(),
                     state,
                     max_put_bytes: crate::task::sink::MAX_PUT_BYTES,
+                    rate: RateLimit::from_config(&config, spec.task_count)?,
                     metrics,
                 })
             }

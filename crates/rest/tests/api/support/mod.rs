@@ -35,6 +35,7 @@ pub fn app() -> App {
         version: "0.1.0".into(),
         commit: "abc123".into(),
         kafka_cluster_id: "sluice-embedded".into(),
+        directory: None,
     };
     App { router: sluice_rest::router(state), herder, loggers, _subscriber: subscriber }
 }
