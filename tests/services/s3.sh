@@ -15,23 +15,14 @@
 # aws-sdk-s3. pyarrow and duckdb let tests read Parquet files back with two other
 # implementations; both must import, or installing fails.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 VENV=${S3_VENV:-$HOME/.cache/sluice-test/moto-5.2.5}
 cmd=${1:-}
 PACKAGES=('moto[server]==5.2.5' 'boto3==1.44.8' 'pyarrow==26.0.1' 'duckdb==2.0.1')
 
 install() {
-  if [[ -x "$VENV/bin/moto_server" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
-  mkdir -p "$(dirname "$VENV")"
-  # Tests start servers in parallel: one installs, the others wait for it.
-  exec 9>"$VENV.lock"
-  flock 9
-  if [[ -x "$VENV/bin/moto_server" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
-  [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "${PACKAGES[@]}" >&2
-  "$VENV/bin/python" -I -c 'import moto, boto3, pyarrow.parquet, duckdb' \
-    || { echo "the S3 test venv $VENV does not import moto, boto3, pyarrow and duckdb" >&2; exit 1; }
-  echo "${PACKAGES[*]}" >"$VENV/.complete"
-  exec 9>&-
+  venv_install "$VENV" moto_server 'import moto, boto3, pyarrow.parquet, duckdb' \
+    "the S3 test venv $VENV does not import moto, boto3, pyarrow and duckdb" "${PACKAGES[@]}"
 }
 
 case "$cmd" in

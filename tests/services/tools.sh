@@ -6,21 +6,13 @@
 # The venv lives in ${TOOLS_VENV:-$HOME/.cache/sluice-test/tools-venv}; installing is skipped
 # when it holds exactly the pinned packages.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 VENV=${TOOLS_VENV:-$HOME/.cache/sluice-test/tools-venv}
 PACKAGES=('prometheus-client==0.26.0')
 
 install() {
-  if [[ -x "$VENV/bin/python" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
-  mkdir -p "$(dirname "$VENV")"
-  # Parallel tests install once.
-  exec 9>"$VENV.lock"
-  flock 9
-  if [[ -x "$VENV/bin/python" && "$(cat "$VENV/.complete" 2>/dev/null)" == "${PACKAGES[*]}" ]]; then return 0; fi
-  [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "${PACKAGES[@]}" >&2
-  "$VENV/bin/python" -I -c 'import prometheus_client.parser' \
-    || { echo "the tools venv $VENV does not import prometheus_client" >&2; exit 1; }
-  echo "${PACKAGES[*]}" >"$VENV/.complete"
+  venv_install "$VENV" python 'import prometheus_client.parser' \
+    "the tools venv $VENV does not import prometheus_client" "${PACKAGES[@]}"
 }
 
 case "${1:-}" in

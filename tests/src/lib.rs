@@ -259,6 +259,13 @@ impl Worker {
         })
     }
 
+    /// `PUT /connectors/{name}/stop` (204), then waits until the connector is STOPPED.
+    pub fn stop_connector(&self, name: &str) -> Json {
+        let (code, body) = self.put(&format!("/connectors/{name}/stop"), &json!({}));
+        assert_eq!(code, 204, "PUT /connectors/{name}/stop: {body}");
+        self.wait_for(&format!("/connectors/{name}/status"), Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED")
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }

@@ -84,8 +84,7 @@ fn a_permanent_failure_stays_failed_with_no_restart() {
     eventually(Duration::from_secs(30), "a committed offset", || {
         w.get("/connectors/pg/offsets").1["offsets"].as_array().is_some_and(|o| !o.is_empty())
     });
-    assert_eq!(w.put("/connectors/pg/stop", &json!({})).0, 204);
-    w.wait_for("/connectors/pg/status", Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED");
+    w.stop_connector("pg");
     pg.sql("SELECT pg_drop_replication_slot('sluice_gone')");
     assert_eq!(w.put("/connectors/pg/resume", &json!({})).0, 202);
 

@@ -39,8 +39,7 @@ fn a_slot_that_lost_its_wal_fails_for_good_with_the_recovery() {
 
     // Stopped, the slot falls behind while the WAL grows past the 1 MB the server keeps for
     // it; checkpoints remove what it needed.
-    assert_eq!(w.put("/connectors/pg/stop", &json!({})).0, 204);
-    w.wait_for("/connectors/pg/status", Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED");
+    w.stop_connector("pg");
     eventually(Duration::from_secs(120), "the slot to lose its WAL", || {
         pg.sql("INSERT INTO filler SELECT repeat(md5(g::text), 32) FROM generate_series(1, 20000) g");
         pg.sql("SELECT pg_switch_wal()");
@@ -59,8 +58,7 @@ fn a_slot_that_lost_its_wal_fails_for_good_with_the_recovery() {
     assert_eq!((&restarts["tasks"][0]["last_error_class"], &restarts["tasks"][0]["total"]), (&json!("fatal"), &json!(0)), "{restarts}");
 
     // The recovery the trace names works: a new slot and a new snapshot.
-    assert_eq!(w.put("/connectors/pg/stop", &json!({})).0, 204);
-    w.wait_for("/connectors/pg/status", Duration::from_secs(30), |_, b| b["connector"]["state"] == "STOPPED");
+    w.stop_connector("pg");
     pg.sql("SELECT pg_drop_replication_slot('sluice_guarded')");
     assert_eq!(w.delete("/connectors/pg/offsets").0, 200);
     assert_eq!(w.put("/connectors/pg/resume", &json!({})).0, 202);
