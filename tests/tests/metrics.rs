@@ -171,3 +171,61 @@ fn an_invalid_naming_stops_the_worker_at_start_naming_the_key() {
     assert_ne!(code, 0);
     assert!(err.contains("metrics.prometheus.naming"), "{err}");
 }
+
+/// The Postgres source's Debezium metrics (snapshot and streaming, under the names
+/// Debezium's JMX-exporter example gives them) and its replication slot's WAL retention,
+/// against a real PostgreSQL 15, checked against the rows snapshotted and streamed.
+#[test]
+fn the_postgres_source_publishes_debeziums_metrics_and_its_slot() {
+    let pg = sluice_tests::Postgres::start();
+    pg.sql("CREATE TABLE items (id int PRIMARY KEY, v text)");
+    pg.sql("INSERT INTO items SELECT g, 'row ' || g FROM generate_series(1, 25) g");
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[]);
+    let config = pg.source_config("sluice_metrics", &[("sluice.slot.check.interval.ms", "300")]);
+    create(&w, "pg", config);
+    w.wait_running("pg", 1);
+    let snapshot = [("connector", "pg"), ("task", "0"), ("plugin", "postgres"), ("name", "srv"), ("context", "snapshot")];
+    let streaming = [("connector", "pg"), ("task", "0"), ("plugin", "postgres"), ("name", "srv"), ("context", "streaming")];
+    eventually(Duration::from_secs(30), "the snapshot completed", || {
+        value(&scrape(&w).1, "debezium_metrics_SnapshotCompleted", &snapshot) == Some(1.0)
+    });
+    let (_, s) = scrape(&w);
+    assert_eq!(value(&s, "debezium_metrics_SnapshotRunning", &snapshot), Some(0.0));
+    assert_eq!(value(&s, "debezium_metrics_TotalTableCount", &snapshot), Some(1.0));
+    assert_eq!(value(&s, "debezium_metrics_RemainingTableCount", &snapshot), Some(0.0));
+    let mut table = snapshot.to_vec();
+    table.push(("table", "public.items"));
+    assert_eq!(value(&s, "debezium_metrics_RowsScanned", &table), Some(25.0));
+    assert_eq!(value(&s, "debezium_metrics_TotalNumberOfEventsSeen", &snapshot), Some(25.0));
+
+    // Streaming: 10 inserts and 5 updates in 3 transactions.
+    pg.sql("INSERT INTO items SELECT g, 'new ' || g FROM generate_series(26, 35) g");
+    pg.sql("UPDATE items SET v = 'changed' WHERE id <= 3");
+    pg.sql("UPDATE items SET v = 'changed' WHERE id BETWEEN 4 AND 5");
+    eventually(Duration::from_secs(30), "15 change events streamed", || {
+        value(&scrape(&w).1, "debezium_metrics_TotalNumberOfEventsSeen", &streaming) == Some(15.0)
+    });
+    let (text, s) = scrape(&w);
+    assert_eq!(value(&s, "debezium_metrics_Connected", &streaming), Some(1.0), "{text}");
+    let behind = value(&s, "debezium_metrics_MilliSecondsBehindSource", &streaming).expect("MilliSecondsBehindSource");
+    assert!((0.0..60_000.0).contains(&behind), "{behind}");
+    assert!(value(&s, "debezium_metrics_MilliSecondsSinceLastEvent", &streaming).is_some_and(|v| v >= 0.0), "{text}");
+
+    // The slot's retained WAL, as the server counts it.
+    let slot = [("connector", "pg"), ("task", "0"), ("slot", "sluice_metrics")];
+    eventually(Duration::from_secs(30), "the slot's gauges", || {
+        let s = scrape(&w).1;
+        value(&s, "sluice_postgres_slot_retained_wal_bytes", &slot).is_some_and(|v| v > 0.0)
+            && value(&s, "sluice_postgres_slot_wal_status", &[("connector", "pg"), ("task", "0"), ("slot", "sluice_metrics"), ("status", "reserved")])
+                == Some(1.0)
+    });
+    let server: f64 = pg
+        .sql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots WHERE slot_name = 'sluice_metrics'")
+        .trim()
+        .parse()
+        .unwrap();
+    let ours = value(&scrape(&w).1, "sluice_postgres_slot_retained_wal_bytes", &slot).unwrap();
+    // Read a moment apart: the server's WAL only grows in between.
+    assert!(ours <= server && ours > 0.0, "ours {ours}, server {server}");
+}

@@ -102,6 +102,8 @@ pub struct SourceTaskContext {
     pub offsets: Arc<dyn OffsetReader>,
     /// Cancelled when the task is asked to stop; `poll` may select on it to return early.
     pub shutdown: CancellationToken,
+    /// What the task publishes for `/metrics` (see [`crate::gauges`]).
+    pub gauges: crate::gauges::TaskGauges,
 }
 
 #[async_trait]

@@ -14,6 +14,7 @@ pub mod config;
 pub mod connector;
 pub mod decimal;
 pub mod error;
+pub mod gauges;
 pub mod record;
 pub mod schema;
 pub mod secret;
@@ -28,6 +29,7 @@ pub use connector::{
     SinkTaskContext, SourceTask, SourceTaskContext, Task,
 };
 pub use error::{ConnectError, ConnectResult};
+pub use gauges::TaskGauges;
 pub use record::{Header, Headers, SinkRecord, SourceOffset, SourcePartition, SourceRecord, TimestampType, TopicPartition};
 pub use schema::{Field, Schema, SchemaRef, SchemaType};
 pub use secret::Secret;

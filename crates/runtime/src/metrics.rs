@@ -61,6 +61,8 @@ pub struct TaskMetrics {
     pub dlq_failures: AtomicU64,
     /// Epoch milliseconds of the last record error (0: none).
     pub last_error_ms: AtomicU64,
+    /// What the connector's task publishes itself (Debezium's metrics, slot WAL, …).
+    pub gauges: sluice_api::TaskGauges,
 }
 
 impl TaskMetrics {
@@ -87,6 +89,7 @@ impl TaskMetrics {
             dlq_requests: z(),
             dlq_failures: z(),
             last_error_ms: z(),
+            gauges: sluice_api::TaskGauges::default(),
         }
     }
 
@@ -479,6 +482,11 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
             p.add(e(name), "gauge", help, &labels, g(v));
         }
         p.add("sluice_task_busy_ratio".to_owned(), "gauge", "The fraction of time the task spent in its own work (poll and append, or put) since it started.", &labels, m.busy_ratio());
+        for (series, sample) in m.gauges.snapshot() {
+            let mut all: Vec<(&str, &str)> = labels.to_vec();
+            all.extend(series.labels.iter().map(|(k, v)| (*k, v.as_str())));
+            p.add(series.family.to_owned(), "gauge", sample.help, &all, sample.value);
+        }
     }
     for (unit, r) in &view.restarts {
         let next = r.next_attempt.map_or(0.0, |ms| ms as f64 / 1000.0);

@@ -80,6 +80,7 @@ mod incremental;
 mod interval;
 mod mapping;
 mod message;
+mod metrics;
 mod offset;
 mod replication;
 mod slot_guard;

@@ -220,6 +220,11 @@ impl Stream {
     }
 
     /// Reports `lsn` as flushed with the next standby status update.
+    /// The commit time (epoch ms) of the newest transaction read.
+    pub fn last_commit_ms(&self) -> Option<i64> {
+        self.last_begin_ts_usec.map(|us| us.div_euclid(1000))
+    }
+
     pub fn confirm(&self, lsn: Lsn) {
         self.client.update_applied_lsn(lsn);
     }

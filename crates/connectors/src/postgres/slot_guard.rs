@@ -142,7 +142,7 @@ impl SlotGuard {
     /// Reads the slot when a check is due. A permanent error when the slot lost WAL, or is
     /// past the pause threshold with `fail`. A failed read is logged and tried again at the
     /// next check (the stream reports a lost database itself).
-    pub async fn maybe_check(&mut self, catalog: &Client, slot: &str) -> ConnectResult<()> {
+    pub async fn maybe_check(&mut self, catalog: &Client, slot: &str, metrics: &super::metrics::DebeziumMetrics) -> ConnectResult<()> {
         if self.last.is_some_and(|l| l.elapsed() < self.config.interval) {
             return Ok(());
         }
@@ -163,6 +163,7 @@ impl SlotGuard {
             }
         };
         let state = SlotState { wal_status: row.get(0), safe_wal_size: row.get(1), retained_bytes: row.get(2) };
+        metrics.slot(slot, state.retained_bytes, state.safe_wal_size, state.wal_status.as_deref());
         match self.config.judge(slot, &state) {
             Verdict::Fine => self.warned = false,
             Verdict::Warn(text) => {

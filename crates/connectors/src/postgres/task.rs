@@ -25,6 +25,7 @@ use super::catalog::{self, TableId, TypeResolver};
 use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
+use super::metrics::DebeziumMetrics;
 use super::slot_guard::SlotGuard;
 use super::incremental::Incremental;
 use super::mapping::Modes;
@@ -65,6 +66,7 @@ struct Running {
     handed: Handed,
     heartbeat_action: Option<HeartbeatAction>,
     slot_guard: SlotGuard,
+    metrics: DebeziumMetrics,
     incremental: Incremental,
     shutdown: CancellationToken,
 }
@@ -75,7 +77,8 @@ pub struct PostgresSourceTask {
 }
 
 impl Running {
-    async fn plan(cfg: PostgresConfig, stored: Option<SourceOffset>, shutdown: CancellationToken) -> ConnectResult<Self> {
+    async fn plan(cfg: PostgresConfig, stored: Option<SourceOffset>, shutdown: CancellationToken, gauges: sluice_api::TaskGauges) -> ConnectResult<Self> {
+        let mut metrics = DebeziumMetrics::new(gauges, &cfg.topic_prefix);
         let catalog = catalog::connect(&cfg).await.map_err(|(_, e)| e)?;
         let incremental = Incremental::restore(&cfg, stored.as_ref());
         let stored = stored.as_ref().map(StoredOffset::parse).transpose()?;
@@ -178,6 +181,7 @@ impl Running {
                 SnapshotReader::begin(&cfg, snapshot_client, tables.clone(), exported.as_deref(), lsn, started_at.clone(), settings)
                     .await?;
             let skip = if exported.is_none() { streaming_from.and_then(StoredOffset::skip) } else { None };
+            metrics.snapshot_started(tables.len());
             (
                 Phase::Snapshot(Box::new(SnapshotRun {
                     reader,
@@ -203,6 +207,7 @@ impl Running {
         Ok(Self {
             heartbeat_action: HeartbeatAction::new(&cfg),
             slot_guard: SlotGuard::new(cfg.slot_guard.clone()),
+            metrics,
             incremental,
             cfg,
             catalog,
@@ -245,9 +250,11 @@ impl Running {
                         if let Some(last) = records.last() {
                             *handed = Some(last.source_offset.clone());
                         }
+                        self.metrics.snapshot_rows(&records);
                         Ok(records)
                     }
                     None => {
+                        self.metrics.snapshot_completed();
                         let next = if *then_stream { Phase::Streaming } else { Phase::Done };
                         self.handed.resume = self.handed.resume.max(reader.lsn());
                         self.phase = next;
@@ -284,9 +291,11 @@ impl Running {
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
                 }
-                self.slot_guard.maybe_check(&self.catalog, &self.cfg.slot_name).await?;
+                self.slot_guard.maybe_check(&self.catalog, &self.cfg.slot_name, &self.metrics).await?;
                 if self.stream.is_none() {
+                    self.metrics.connected(false);
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
+                    self.metrics.connected(true);
                 }
                 if self.incremental.wants_chunk() {
                     self.incremental.next_chunk(&self.cfg, &self.catalog, &mut self.resolver, &self.modes, &self.source_schema).await?;
@@ -310,6 +319,7 @@ impl Running {
                 };
                 match result {
                     Ok(batch) => {
+                        self.metrics.streamed(&batch.records, stream.last_commit_ms());
                         self.progress.handed(batch.records.last().map(|r| &r.source_offset));
                         if let Some(end) = batch.idle_end {
                             let lsn = self.progress.server_idle(end);
@@ -322,6 +332,7 @@ impl Running {
                             self.incremental = before;
                         }
                         tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
+                        self.metrics.connected(false);
                         if let Some(s) = self.stream.take() {
                             s.close().await;
                         }
@@ -367,7 +378,7 @@ impl SourceTask for PostgresSourceTask {
     async fn start(&mut self, ctx: SourceTaskContext) -> ConnectResult<()> {
         let cfg = PostgresConfig::parse(&ctx.props)?;
         let stored = ctx.offsets.offset(&offset::partition(&cfg.topic_prefix));
-        self.running = Some(Running::plan(cfg, stored, ctx.shutdown.clone()).await?);
+        self.running = Some(Running::plan(cfg, stored, ctx.shutdown.clone(), ctx.gauges.clone()).await?);
         Ok(())
     }
 

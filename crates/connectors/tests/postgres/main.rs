@@ -128,6 +128,7 @@ async fn start_task(props: &Props, stored: Option<SourceOffset>) -> Result<Box<d
         props: props.clone(),
         offsets: Arc::new(Offsets(Mutex::new(stored))),
         shutdown: CancellationToken::new(),
+        gauges: Default::default(),
     };
     task.start(ctx).await?;
     Ok(task)

@@ -126,6 +126,7 @@ async fn runner(
             props: Props::new(),
             offsets: Arc::new(crate::store::offset::ConnectorOffsets { store: offsets.clone(), connector: "c".into() }),
             shutdown: CancellationToken::new(),
+            gauges: Default::default(),
         },
         log,
         transforms: TransformChain::from_connector_config(&none).unwrap(),

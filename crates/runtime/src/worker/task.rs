@@ -253,6 +253,7 @@ impl Worker {
         };
         // Task instances hold no state of the connector instance: a fresh one makes them,
         // also on a worker that does not run the connector.
+        let gauges = metrics.gauges.clone();
         Ok(match (spec.plugin.create)().create_task() {
             Task::Source(task) => Runner::Source(SourceRunner {
                 exactly_once: self.exactly_once(&config, id, &log)?,
@@ -267,6 +268,7 @@ impl Worker {
                     props: task_props,
                     offsets: Arc::new(ConnectorOffsets { store: self.offsets.clone(), connector: id.connector.clone() }),
                     shutdown: CancellationToken::new(),
+                    gauges,
                 },
                 topic_creation: TopicCreator::from_config(self.config.topic_creation_enable, &id.connector, &config)?,
                 log,
