@@ -229,3 +229,63 @@ fn the_postgres_source_publishes_debeziums_metrics_and_its_slot() {
     // Read a moment apart: the server's WAL only grows in between.
     assert!(ours <= server && ours > 0.0, "ours {ours}, server {server}");
 }
+
+/// A sink's lag per partition (`sluice_sink_task_lag_records`), its scaling answer (the most
+/// tasks that can help is its topic's partition count) and the worker's desired replicas.
+#[test]
+fn sink_lag_and_scaling_signals() {
+    const ROWS: u64 = 500;
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[]);
+    let out = dir.path().join("out.txt");
+    create(
+        &w,
+        "gen",
+        json!({"connector.class": "datagen", "kafka.topic": "scale", "quickstart": "bench", "iterations": ROWS.to_string(),
+            "max.interval": "0", "topic.creation.default.partitions": "3", "topic.creation.default.replication.factor": "-1"}),
+    );
+    // The sink comes once the source made its topic with 3 partitions; paused, it reads nothing.
+    eventually(Duration::from_secs(30), "the generator's rows", || {
+        value(&scrape(&w).1, "kafka_connect_source_task_source_record_write_total", &[("connector", "gen"), ("task", "0")]) == Some(ROWS as f64)
+    });
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "sink", "initial_state": "PAUSED", "config": {"connector.class": "FileStreamSink", "file": out.to_str().unwrap(), "topics": "scale"}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let lag = |s: &Samples| -> f64 {
+        s.iter().filter(|((n, l), _)| n == "sluice_sink_task_lag_records" && l["connector"] == "sink" && l["topic"] == "scale").map(|(_, v)| *v).sum()
+    };
+    eventually(Duration::from_secs(30), "the paused sink's lag is every row", || lag(&scrape(&w).1) == ROWS as f64);
+    let (_, s) = scrape(&w);
+    let partitions = s.keys().filter(|(n, l)| n == "sluice_sink_task_lag_records" && l["connector"] == "sink").count();
+    assert_eq!(partitions, 3, "one series per partition");
+    assert!(value(&s, "sluice_worker_desired_replicas", &[]).is_some_and(|v| v >= 1.0));
+    assert!(value(&s, "sluice_worker_load", &[]).is_some_and(|v| v >= 0.0));
+
+    let (code, scaling) = w.get("/connectors/sink/scaling");
+    assert_eq!(code, 200, "{scaling}");
+    assert_eq!(scaling["type"], "sink");
+    assert_eq!(scaling["tasks"], 1);
+    assert_eq!(scaling["max_useful_tasks"], 3, "{scaling}");
+    assert_eq!(scaling["scalable"], true, "{scaling}");
+    assert_eq!(scaling["lag_records"].as_f64(), Some(ROWS as f64), "{scaling}");
+    assert_eq!(scaling["local_tasks"], 1);
+    assert!(scaling["recommended_tasks"].as_u64().is_some_and(|n| (1..=3).contains(&n)), "{scaling}");
+    let (code, src) = w.get("/connectors/gen/scaling");
+    assert_eq!(code, 200);
+    assert_eq!(src["max_useful_tasks"], Json::Null, "{src}");
+    assert_eq!(w.get("/connectors/nope/scaling").0, 404);
+
+    // /health/connectors with a lag threshold: the paused sink's lag is a failure above it.
+    let (code, health) = w.get("/health/connectors?max_lag=100&states=FAILED");
+    assert_eq!(code, 503, "{health}");
+    assert_eq!(health["failures"][0]["type"], "lag", "{health}");
+    assert_eq!(health["failures"][0]["lag"].as_f64(), Some(ROWS as f64), "{health}");
+    let (code, health) = w.get(&format!("/health/connectors?max_lag={ROWS}"));
+    assert_eq!(code, 200, "{health}");
+
+    let (code, _) = w.put_empty("/connectors/sink/resume");
+    assert_eq!(code, 202);
+    eventually(Duration::from_secs(30), "the lag drains", || lag(&scrape(&w).1) == 0.0);
+}

@@ -239,6 +239,12 @@ pub async fn restarts(State(state): State<RestState>, PathParams(name): PathPara
     Ok(Json(state.herder.restarts(&name).await?))
 }
 
+/// `GET /connectors/{name}/scaling`: task counts, the most tasks that can help and a
+/// recommendation (sluice's own; see `sluice_runtime::scaling`).
+pub async fn scaling(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<Json<sluice_runtime::scaling::ScalingInfo>> {
+    Ok(Json(state.herder.scaling(&name).await?))
+}
+
 /// `PUT /connectors/{name}/pause`: 202.
 pub async fn pause(State(state): State<RestState>, PathParams(name): PathParams<String>) -> ApiResult<StatusCode> {
     state.herder.set_target_state(&name, TargetState::Paused).await?;

@@ -11,7 +11,10 @@
 //! | `considered` (`connector`, `task`) | `HEALTHCHECK_CONSIDERED_CONTAINERS` | both |
 //! | `threshold` (percent, 0–100) | `HEALTHCHECK_FAILURE_THRESHOLD_PERCENTAGE` | `0` |
 //! | `worker` (`self` or a worker id) | `HEALTHCHECK_CONNECT_WORKER_ID` | every worker |
+//! | `max_lag` (records; sluice's own) | – | none |
 //!
+//! With `max_lag`, a sink task on the answering worker whose lag (records past its committed
+//! offsets, `sluice_sink_task_lag_records`) is above it is a failure of type `lag`.
 //! Healthy when the share of considered connectors and tasks in an unhealthy state is at most
 //! the threshold (no connectors: healthy): 200, else 503, with
 //! `{"failures": [...], "failure_states", "failure_rate", "failure_threshold", "healthy"}`.
@@ -37,6 +40,7 @@ struct Check {
     /// A share, 0.0–1.0.
     threshold: f64,
     worker: Option<String>,
+    max_lag: Option<f64>,
 }
 
 impl Check {
@@ -65,6 +69,13 @@ impl Check {
                 _ => return Err(ApiError::bad_request(format!("Invalid value '{t}' for query parameter threshold: expected a percentage from 0 to 100"))),
             },
         };
+        let max_lag = match query.first("max_lag") {
+            None => None,
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(n) if n >= 0.0 && n.is_finite() => Some(n),
+                _ => return Err(ApiError::bad_request(format!("Invalid value '{v}' for query parameter max_lag: expected a number of records"))),
+            },
+        };
         let worker = match query.first("worker") {
             None | Some("") => None,
             Some("self") => Some(this_worker.to_owned()),
@@ -76,6 +87,7 @@ impl Check {
             tasks: considered.iter().any(|c| c == "TASK"),
             threshold,
             worker,
+            max_lag,
         })
     }
 
@@ -127,6 +139,15 @@ pub async fn connectors(State(state): State<RestState>, query: Query) -> ApiResu
                 tracing::debug!(connector = %name, error = %e, "connector health: the status cannot be read");
                 failures.push(json!({"type": "broker", "connector": name}));
                 unreachable = true;
+            }
+        }
+    }
+    if let (Some(max), true) = (check.max_lag, check.tasks) {
+        let here = state.herder.worker_id();
+        for (id, lag) in state.herder.task_lags().await {
+            let already = failures.iter().any(|f| f["type"] == "task" && f["connector"] == id.connector.as_str() && f["id"] == id.task);
+            if lag > max && check.here(&here) && !already {
+                failures.push(json!({"type": "lag", "connector": id.connector, "id": id.task, "lag": lag, "max_lag": max, "worker_id": here}));
             }
         }
     }
@@ -190,7 +211,8 @@ mod tests {
             let text = format!("{err:?}");
             assert!(text.contains(name), "{q}: {text}");
         }
-        let check = Check::from_query(&Query::parse(Some("threshold=25")), "w").unwrap();
-        assert_eq!(check.threshold, 0.25);
+        let check = Check::from_query(&Query::parse(Some("threshold=25&max_lag=1000")), "w").unwrap();
+        assert_eq!((check.threshold, check.max_lag), (0.25, Some(1000.0)));
+        assert!(format!("{:?}", Check::from_query(&Query::parse(Some("max_lag=-1")), "w").unwrap_err()).contains("max_lag"));
     }
 }

@@ -95,6 +95,7 @@ fn routes(state: RestState) -> Router {
         .route("/connectors/{connector}/status", get(connectors::status))
         .route("/connectors/{connector}/restart", post(connectors::restart))
         .route("/connectors/{connector}/restarts", get(connectors::restarts))
+        .route("/connectors/{connector}/scaling", get(connectors::scaling))
         .route("/connectors-dir", get(directory::last))
         .route("/connectors-dir/plan", post(directory::plan))
         .route("/connectors-dir/apply", post(directory::apply))

@@ -12,6 +12,7 @@ pub mod logging;
 pub mod metrics;
 pub mod partitioner;
 pub mod plugins;
+pub mod scaling;
 pub mod store;
 pub mod task;
 pub mod transform;

@@ -134,7 +134,7 @@ impl TaskMetrics {
         }
     }
 
-    fn busy_ratio(&self) -> f64 {
+    pub fn busy_ratio(&self) -> f64 {
         let wall = self.started.elapsed().as_nanos() as f64;
         if wall <= 0.0 {
             0.0
@@ -264,7 +264,7 @@ impl Metrics {
         counter.fetch_add(1, Relaxed);
     }
 
-    fn tasks(&self) -> Vec<(ConnectorTaskId, Arc<TaskMetrics>)> {
+    pub fn tasks(&self) -> Vec<(ConnectorTaskId, Arc<TaskMetrics>)> {
         self.tasks.lock().expect("metrics lock").iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 }
@@ -504,6 +504,16 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
             }
         }
     }
+    let load: f64 = metrics.tasks().iter().map(|(_, m)| m.busy_ratio()).sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    p.add("sluice_worker_load".to_owned(), "gauge", "The sum of the busy ratios of the tasks on this worker (1.0: one core's worth of work).", &[], load);
+    p.add(
+        "sluice_worker_desired_replicas".to_owned(),
+        "gauge",
+        "The workers this worker's load needs at 70% of its cores; sum over the group for its desired size.",
+        &[],
+        f64::from(crate::scaling::desired_replicas(load, cores)),
+    );
     process(&mut p, metrics.started);
     p.render()
 }

@@ -266,6 +266,17 @@ pub trait Herder: Send + Sync + 'static {
         None
     }
 
+    /// `GET /connectors/{name}/scaling`: task counts and a recommendation from what this
+    /// worker sees ([`crate::scaling`]).
+    async fn scaling(&self, name: &str) -> HerderResult<crate::scaling::ScalingInfo> {
+        Err(HerderError::connector_not_found(name))
+    }
+
+    /// The lag (records) of each sink task this worker runs, summed over its partitions.
+    async fn task_lags(&self) -> Vec<(ConnectorTaskId, f64)> {
+        Vec::new()
+    }
+
     /// The automatic restarts of the connector and its tasks on this worker.
     async fn restarts(&self, name: &str) -> HerderResult<RestartsInfo> {
         Err(HerderError::connector_not_found(name))

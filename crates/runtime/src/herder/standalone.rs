@@ -799,6 +799,67 @@ impl Herder for StandaloneHerder {
         })
     }
 
+    async fn task_lags(&self) -> Vec<(ConnectorTaskId, f64)> {
+        self.tasks
+            .metrics
+            .tasks()
+            .into_iter()
+            .filter_map(|(id, m)| {
+                let lags = m.gauges.snapshot().into_iter().filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY).map(|(_, v)| v.value);
+                lags.reduce(|a, b| a + b).map(|l| (id, l))
+            })
+            .collect()
+    }
+
+    async fn scaling(&self, name: &str) -> HerderResult<crate::scaling::ScalingInfo> {
+        let (class, kind, config, tasks) = {
+            let entries = self.entries.lock().await;
+            let entry = entries.get(name).ok_or_else(|| HerderError::connector_not_found(name))?;
+            (entry.plugin.class, entry.plugin.kind, entry.state.config.clone(), entry.state.tasks.len() as u32)
+        };
+        let partitions = match (kind, config.get("topics").map(|t| t.trim()).filter(|t| !t.is_empty())) {
+            (sluice_api::ConnectorKind::Sink, Some(list)) => {
+                let mut total = 0u32;
+                let mut known = true;
+                for topic in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                    match self.log.partition_count(topic).await {
+                        Ok(n) if n > 0 => total += n as u32,
+                        _ => known = false,
+                    }
+                }
+                known.then_some(total)
+            }
+            _ => None,
+        };
+        let loads: Vec<crate::scaling::TaskLoad> = self
+            .tasks
+            .metrics
+            .tasks()
+            .into_iter()
+            .filter(|(id, _)| id.connector == name)
+            .map(|(_, m)| {
+                let lag = m
+                    .gauges
+                    .snapshot()
+                    .into_iter()
+                    .filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY)
+                    .map(|(_, v)| v.value)
+                    .reduce(|a, b| a + b);
+                crate::scaling::TaskLoad { busy: m.busy_ratio(), lag }
+            })
+            .collect();
+        Ok(crate::scaling::assess(crate::scaling::Inputs {
+            name,
+            class,
+            kind,
+            worker_id: self.worker_id.clone(),
+            config: &config,
+            tasks,
+            partitions,
+            loads: &loads,
+        }))
+    }
+
     async fn metrics(&self) -> Option<String> {
         let view = {
             let entries = self.entries.lock().await;

@@ -85,6 +85,26 @@ pub struct SinkRunner {
     pub metrics: Arc<crate::metrics::TaskMetrics>,
 }
 
+/// The gauge of a sink task's lag per partition.
+pub const LAG_FAMILY: &str = "sluice_sink_task_lag_records";
+
+/// `sluice_sink_task_lag_records{topic,partition}`: the records of each assigned partition
+/// past what the task's group has committed (a consumer group's lag, as Kafka's tools count
+/// it), read at each offset commit.
+async fn publish_lag(log: &Arc<dyn Log>, gauges: &sluice_api::TaskGauges, state: &Positions) {
+    for (tp, next) in &state.next {
+        let Ok((_, end)) = log.offsets(tp).await else { continue };
+        let done = state.committed.get(tp).copied().unwrap_or(*next);
+        let partition = tp.partition.to_string();
+        gauges.set(
+            LAG_FAMILY,
+            "Records of the partition past the sink task's committed offset.",
+            &[("topic", tp.topic.as_str()), ("partition", partition.as_str())],
+            (end - done).max(0) as f64,
+        );
+    }
+}
+
 impl SinkRunner {
     pub async fn run(mut self, shutdown: CancellationToken) -> ConnectResult<()> {
         let class = self.ctx.props.get("task.class").or_else(|| self.ctx.props.get("connector.class")).cloned().unwrap_or_default();
@@ -133,6 +153,7 @@ impl SinkRunner {
             }
             if last_commit.elapsed() >= self.commit_interval {
                 self.commit(state).await;
+                publish_lag(&self.log, &self.metrics.gauges, state).await;
                 last_commit = Instant::now();
             }
             if *self.target.borrow() != TargetState::Started {
