@@ -211,6 +211,10 @@ fn the_postgres_source_publishes_debeziums_metrics_and_its_slot() {
     let behind = value(&s, "debezium_metrics_MilliSecondsBehindSource", &streaming).expect("MilliSecondsBehindSource");
     assert!((0.0..60_000.0).contains(&behind), "{behind}");
     assert!(value(&s, "debezium_metrics_MilliSecondsSinceLastEvent", &streaming).is_some_and(|v| v >= 0.0), "{text}");
+    // Commit time to durable in the log, at the last offset commit.
+    eventually(Duration::from_secs(30), "the source lag", || {
+        value(&scrape(&w).1, "sluice_source_lag_seconds", &[("connector", "pg"), ("task", "0")]).is_some_and(|v| (0.0..60.0).contains(&v))
+    });
 
     // The slot's retained WAL, as the server counts it.
     let slot = [("connector", "pg"), ("task", "0"), ("slot", "sluice_metrics")];
@@ -262,6 +266,13 @@ fn sink_lag_and_scaling_signals() {
     assert_eq!(partitions, 3, "one series per partition");
     assert!(value(&s, "sluice_worker_desired_replicas", &[]).is_some_and(|v| v >= 1.0));
     assert!(value(&s, "sluice_worker_load", &[]).is_some_and(|v| v >= 0.0));
+    // The embedded log's own figures (log.fsync=always: every acknowledged batch was fsynced).
+    assert!(value(&s, "sluice_log_bytes", &[]).is_some_and(|v| v > (ROWS * 64) as f64), "{:?}", value(&s, "sluice_log_bytes", &[]));
+    let fsyncs = value(&s, "sluice_log_fsync_total", &[]).unwrap();
+    assert!(fsyncs >= 1.0, "{fsyncs}");
+    let fsync_time = value(&s, "sluice_log_fsync_seconds_total", &[]).unwrap();
+    let longest = value(&s, "sluice_log_fsync_max_seconds", &[]).unwrap();
+    assert!(longest > 0.0 && longest <= fsync_time, "max {longest}, total {fsync_time}");
 
     let (code, scaling) = w.get("/connectors/sink/scaling");
     assert_eq!(code, 200, "{scaling}");

@@ -289,6 +289,8 @@ pub struct WorkerView {
     pub connectors: Vec<ConnectorView>,
     pub restarts: Vec<(Unit, RestartRecord)>,
     pub rebalancing: bool,
+    /// The log's own figures ([`crate::log::Log::stats`]).
+    pub log: Vec<crate::log::LogStat>,
 }
 
 struct Family {
@@ -514,6 +516,9 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
         &[],
         f64::from(crate::scaling::desired_replicas(load, cores)),
     );
+    for s in &view.log {
+        p.add(s.name.to_owned(), s.kind, s.help, &[], s.value);
+    }
     process(&mut p, metrics.started);
     p.render()
 }
@@ -552,6 +557,7 @@ mod tests {
 
     fn view() -> WorkerView {
         WorkerView {
+            log: Vec::new(),
             connectors: vec![ConnectorView {
                 name: "pg \"main\"".into(),
                 class: "io.debezium.connector.postgresql.PostgresConnector".into(),
@@ -642,6 +648,7 @@ mod tests {
         };
         let waiting = RestartRecord { total: 1, next_attempt: Some(1), ..Default::default() };
         let view = WorkerView {
+            log: Vec::new(),
             connectors: vec![connector("src", ConnectorKind::Source), connector("snk", ConnectorKind::Sink)],
             restarts: vec![(Unit::Task(sink), waiting.clone()), (Unit::Connector("src".into()), waiting)],
             rebalancing: false,

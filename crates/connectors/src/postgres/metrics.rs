@@ -9,7 +9,8 @@
 //! `SnapshotDurationInSeconds`, `TotalNumberOfEventsSeen` (snapshot and streaming),
 //! `Connected`, `MilliSecondsBehindSource`, `MilliSecondsSinceLastEvent`; and
 //! `sluice_postgres_slot_retained_wal_bytes`, `sluice_postgres_slot_safe_wal_size_bytes`,
-//! `sluice_postgres_slot_wal_status{status}`. Not published: the queue metrics (the runtime
+//! `sluice_postgres_slot_wal_status{status}`, and `sluice_source_lag_seconds` (commit time
+//! to durable in the log). Not published: the queue metrics (the runtime
 //! has no event queue between the stream and the log), the statistics variants.
 
 use std::collections::BTreeMap;
@@ -103,6 +104,18 @@ impl DebeziumMetrics {
         }
         let since = self.last_event.map_or(-1.0, |t| t.elapsed().as_millis() as f64);
         self.set("debezium_metrics_MilliSecondsSinceLastEvent", context, since);
+    }
+
+    /// Offsets up to a change committed (or a snapshot row read, or a heartbeat sent) at
+    /// `ts_usec` are durable: `sluice_source_lag_seconds` is the time from then to now.
+    pub fn durable(&self, ts_usec: i64) {
+        let lag = (super::envelope::now_ms() * 1000 - ts_usec).max(0) as f64 / 1e6;
+        self.gauges.set(
+            "sluice_source_lag_seconds",
+            "Seconds from the source's commit of the newest change to its offset being durable in the log (at the last offset commit).",
+            &[],
+            lag,
+        );
     }
 
     /// What the slot guard read from `pg_replication_slots`.

@@ -345,6 +345,9 @@ impl Running {
 
     fn commit(&mut self, committed: &[(SourcePartition, SourceOffset)]) -> ConnectResult<()> {
         let Some((_, newest)) = committed.iter().rev().find(|(p, _)| *p == self.partition) else { return Ok(()) };
+        if let Some(ts_usec) = newest.get("ts_usec").and_then(|v| v.as_i64()) {
+            self.metrics.durable(ts_usec);
+        }
         let lsn = self.progress.committed(newest)?;
         self.confirm(lsn, "offsets durable: confirming flushed lsn");
         Ok(())

@@ -882,7 +882,7 @@ impl Herder for StandaloneHerder {
                     }
                 })
                 .collect();
-            crate::metrics::WorkerView { connectors, restarts: self.tasks.restarts.all(), rebalancing: self.rebalancing() }
+            crate::metrics::WorkerView { connectors, restarts: self.tasks.restarts.all(), rebalancing: self.rebalancing(), log: self.log.stats() }
         };
         Some(crate::metrics::render(&self.tasks.metrics, &view))
     }

@@ -88,7 +88,7 @@ use async_trait::async_trait;
 use sluice_api::TopicPartition;
 use tokio::sync::oneshot;
 
-use super::{AppendFuture, CleanupPolicy, Log, LogError, LogResult, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{AppendFuture, CleanupPolicy, Log, LogError, LogResult, LogStat, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
 
 mod compaction;
 mod frame;
@@ -289,11 +289,42 @@ struct Inner {
     queue: writer::Queue,
     groups: Groups,
     maintenance: maintenance::Control,
+    /// fsyncs of appended data: how many, and their total and longest time.
+    pub(crate) fsyncs: std::sync::atomic::AtomicU64,
+    pub(crate) fsync_nanos: std::sync::atomic::AtomicU64,
+    pub(crate) fsync_max_nanos: std::sync::atomic::AtomicU64,
     #[cfg(test)]
     write_gate: Mutex<Option<writer::WriteGate>>,
 }
 
 impl Inner {
+    /// `file.sync_data()`, timed into the fsync figures.
+    pub(crate) fn timed_sync(&self, file: &File, path: &Path) -> LogResult<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let started = std::time::Instant::now();
+        file.sync_data().map_err(|e| io_error(path, e))?;
+        let nanos = started.elapsed().as_nanos() as u64;
+        self.fsyncs.fetch_add(1, Relaxed);
+        self.fsync_nanos.fetch_add(nanos, Relaxed);
+        self.fsync_max_nanos.fetch_max(nanos, Relaxed);
+        Ok(())
+    }
+
+    /// Bytes of the log's files on disk.
+    fn disk_bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk(&e.path()),
+                    Ok(_) => e.metadata().map_or(0, |m| m.len()),
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        walk(&self.topics_dir)
+    }
     fn settings(&self, config: &TopicConfig) -> PartitionSettings {
         PartitionSettings {
             segment_bytes: match config.cleanup {
@@ -548,6 +579,9 @@ impl Inner {
             next_uid: AtomicU64::new(0),
             groups: Groups::default(),
             maintenance: maintenance::Control::default(),
+            fsyncs: AtomicU64::new(0),
+            fsync_nanos: AtomicU64::new(0),
+            fsync_max_nanos: AtomicU64::new(0),
             #[cfg(test)]
             write_gate: Mutex::new(None),
         }
@@ -614,6 +648,22 @@ fn join_error(e: tokio::task::JoinError) -> LogError {
 
 #[async_trait]
 impl Log for EmbeddedLog {
+    fn stats(&self) -> Vec<LogStat> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let i = &self.inner;
+        vec![
+            LogStat { name: "sluice_log_bytes", kind: "gauge", help: "Bytes of the embedded log's topic files on disk.", value: i.disk_bytes() as f64 },
+            LogStat { name: "sluice_log_fsync_total", kind: "counter", help: "fsyncs of appended records.", value: i.fsyncs.load(Relaxed) as f64 },
+            LogStat {
+                name: "sluice_log_fsync_seconds_total",
+                kind: "counter",
+                help: "Time spent in fsyncs of appended records (divide by sluice_log_fsync_total for the mean).",
+                value: i.fsync_nanos.load(Relaxed) as f64 / 1e9,
+            },
+            LogStat { name: "sluice_log_fsync_max_seconds", kind: "gauge", help: "The longest fsync of appended records since start.", value: i.fsync_max_nanos.load(Relaxed) as f64 / 1e9 },
+        ]
+    }
+
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()> {
         partition::validate_topic_name(name)?;
         partition::validate_config(name, &config)?;

@@ -206,8 +206,23 @@ pub struct TopicDescription {
     pub partitions: Vec<PartitionDescription>,
 }
 
+/// One figure a log reports about itself for `/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogStat {
+    pub name: &'static str,
+    /// `counter` or `gauge`.
+    pub kind: &'static str,
+    pub help: &'static str,
+    pub value: f64,
+}
+
 #[async_trait]
 pub trait Log: Send + Sync + 'static {
+    /// Figures about the log itself (the embedded log's size and fsyncs); none by default.
+    fn stats(&self) -> Vec<LogStat> {
+        Vec::new()
+    }
+
     /// Creates the topic when missing. An existing topic keeps its configuration.
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()>;
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sluice_api::TopicPartition;
 
-use super::{AckChain, AppendFuture, ClientOverrides, Log, LogResult, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
+use super::{AckChain, AppendFuture, ClientOverrides, Log, LogResult, LogStat, NewTopic, Produce, StoredRecord, TopicConfig, TopicDescription};
 
 pub struct SplitLog {
     internal_topics: BTreeSet<String>,
@@ -46,6 +46,10 @@ impl SplitLog {
 
 #[async_trait]
 impl Log for SplitLog {
+    fn stats(&self) -> Vec<LogStat> {
+        self.internal.stats()
+    }
+
     async fn ensure_topic(&self, name: &str, config: TopicConfig) -> LogResult<()> {
         self.route(name).ensure_topic(name, config).await
     }

@@ -402,7 +402,7 @@ impl Writer {
         self.last_sync = Instant::now();
         let window = self.inner.options.cache_bytes;
         for pw in self.partitions.values_mut().filter(|p| p.dirty) {
-            pw.active.file.sync_data().map_err(|e| io_error(&pw.active.path, e))?;
+            self.inner.timed_sync(&pw.active.file, &pw.active.path)?;
             pw.synced(window);
         }
         Ok(())
@@ -503,7 +503,7 @@ impl Writer {
             for uid in &self.touched {
                 if let Some(pw) = self.partitions.get_mut(uid) {
                     if pw.dirty {
-                        pw.active.file.sync_data().map_err(|e| io_error(&pw.active.path, e))?;
+                        self.inner.timed_sync(&pw.active.file, &pw.active.path)?;
                         pw.synced(self.inner.options.cache_bytes);
                     }
                 }
