@@ -118,6 +118,15 @@ impl DebeziumMetrics {
         );
     }
 
+    pub fn gauges(&self) -> TaskGauges {
+        self.gauges.clone()
+    }
+
+    /// The slot was dropped and the tables snapshotted again (`drop-and-resnapshot`).
+    pub fn resnapshotted(&self, slot: &str) {
+        self.gauges.add("sluice_postgres_slot_resnapshots_total", "Times the slot was dropped and the tables snapshotted again (sluice.slot.lag.action=drop-and-resnapshot).", &[("slot", slot)], 1.0);
+    }
+
     /// What the slot guard read from `pg_replication_slots`.
     pub fn slot(&self, slot: &str, retained_bytes: Option<i64>, safe_wal_size: Option<i64>, wal_status: Option<&str>) {
         if let Some(b) = retained_bytes {

@@ -10,9 +10,13 @@
 //!   or `wal_status = unreserved` (the next checkpoint may remove WAL the slot needs): a
 //!   warning in the log, once per crossing.
 //! - retained WAL past `sluice.slot.lag.pause.bytes`: what `sluice.slot.lag.action` says,
-//!   `warn` (the default) or `fail` (the task stops with a permanent failure before the disk
-//!   fills). Dropping the slot and taking a new snapshot is never done on its own (no
-//!   `drop-and-resnapshot` action yet: it loses the changes the slot holds).
+//!   `warn` (the default), `fail` (the task stops with a permanent failure before the disk
+//!   fills) or, only when asked, `drop-and-resnapshot`: the task drops its slot, creates a
+//!   new one and takes a new snapshot of its tables, then streams from the new slot. The
+//!   disk is freed at once and every row ends up in its current state downstream, but the
+//!   changes the slot held are never sent as events: a row deleted meanwhile is not deleted
+//!   downstream. With this action a lost slot (`wal_status = lost`, or a slot gone from
+//!   under stored offsets) is recovered the same way instead of failing.
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +37,8 @@ const DEFAULT_WARN_BYTES: &str = "1073741824";
 pub enum LagAction {
     Warn,
     Fail,
+    /// `drop-and-resnapshot`.
+    Resnapshot,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,9 +68,9 @@ pub fn def() -> ConfigDef {
                 .validator(Validator::AtLeast(-1)),
         )
         .define(
-            ConfigKey::new(ACTION, ConfigType::String, Importance::Low, "Past sluice.slot.lag.pause.bytes: warn, or fail the task (permanently, before the disk fills). Dropping the slot and taking a new snapshot is left to the user.")
+            ConfigKey::new(ACTION, ConfigType::String, Importance::Low, "Past sluice.slot.lag.pause.bytes: warn; fail the task (permanently, before the disk fills); or drop-and-resnapshot: drop the slot, take a new snapshot and stream from a new slot (changes the old slot held, deletes among them, are not sent).")
                 .default_value("warn")
-                .validator(Validator::one_of(&["warn", "fail"])),
+                .validator(Validator::one_of(&["warn", "fail", "drop-and-resnapshot"])),
         )
 }
 
@@ -73,6 +79,7 @@ impl SlotGuardConfig {
         let bytes = |k: &str| u64::try_from(c.int(k)).ok().filter(|b| *b > 0);
         let action = match c.string(ACTION).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
             "fail" => LagAction::Fail,
+            "drop-and-resnapshot" => LagAction::Resnapshot,
             _ => LagAction::Warn,
         };
         Ok(Self { interval: Duration::from_millis(c.int(CHECK_INTERVAL_MS).max(100) as u64), warn_bytes: bytes(WARN_BYTES), pause_bytes: bytes(PAUSE_BYTES), action })
@@ -94,11 +101,16 @@ pub enum Verdict {
     Fine,
     Warn(String),
     Fail(String),
+    /// Drop the slot and take a new snapshot (`drop-and-resnapshot`), for this reason.
+    Resnapshot(String),
 }
 
 impl SlotGuardConfig {
     pub fn judge(&self, slot: &str, s: &SlotState) -> Verdict {
         if s.wal_status.as_deref() == Some("lost") {
+            if self.action == LagAction::Resnapshot {
+                return Verdict::Resnapshot(format!("replication slot {slot:?} lost WAL it needed (wal_status=lost)"));
+            }
             return Verdict::Fail(format!(
                 "replication slot {slot:?} lost WAL it needed (wal_status=lost: the server removed it, max_slot_wal_keep_size): \
                  the changes after the last committed offset are gone. To recover: stop the connector, drop the slot \
@@ -112,6 +124,7 @@ impl SlotGuardConfig {
             return match self.action {
                 LagAction::Fail => Verdict::Fail(format!("{text} ({ACTION}=fail): the task stops before the database's disk fills; find why it fell behind, then restart it")),
                 LagAction::Warn => Verdict::Warn(text),
+                LagAction::Resnapshot => Verdict::Resnapshot(text),
             };
         }
         if s.wal_status.as_deref() == Some("unreserved") {
@@ -140,11 +153,12 @@ impl SlotGuard {
     }
 
     /// Reads the slot when a check is due. A permanent error when the slot lost WAL, or is
-    /// past the pause threshold with `fail`. A failed read is logged and tried again at the
-    /// next check (the stream reports a lost database itself).
-    pub async fn maybe_check(&mut self, catalog: &Client, slot: &str, metrics: &super::metrics::DebeziumMetrics) -> ConnectResult<()> {
+    /// past the pause threshold with `fail`; `Some(reason)` when it must be dropped and the
+    /// tables snapshotted again (`drop-and-resnapshot`). A failed read is logged and tried
+    /// again at the next check (the stream reports a lost database itself).
+    pub async fn maybe_check(&mut self, catalog: &Client, slot: &str, metrics: &super::metrics::DebeziumMetrics) -> ConnectResult<Option<String>> {
         if self.last.is_some_and(|l| l.elapsed() < self.config.interval) {
-            return Ok(());
+            return Ok(None);
         }
         self.last = Some(Instant::now());
         let row = catalog
@@ -156,10 +170,10 @@ impl SlotGuard {
             .await;
         let row = match row {
             Ok(Some(r)) => r,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(None),
             Err(e) => {
                 tracing::debug!(error = %e, "could not read the replication slot's state; trying again at the next check");
-                return Ok(());
+                return Ok(None);
             }
         };
         let state = SlotState { wal_status: row.get(0), safe_wal_size: row.get(1), retained_bytes: row.get(2) };
@@ -173,8 +187,9 @@ impl SlotGuard {
                 }
             }
             Verdict::Fail(text) => return Err(ConnectError::permanent(text)),
+            Verdict::Resnapshot(text) => return Ok(Some(text)),
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -205,5 +220,13 @@ mod tests {
         let v = cfg(Some(200), LagAction::Fail).judge("s", &state("extended", 250));
         assert!(matches!(&v, Verdict::Fail(t) if t.contains("sluice.slot.lag.pause.bytes=200")), "{v:?}");
         assert!(matches!(cfg(None, LagAction::Warn).judge("s", &state("unreserved", 0)), Verdict::Warn(t) if t.contains("unreserved")));
+    }
+
+    #[test]
+    fn drop_and_resnapshot_only_when_asked() {
+        let v = cfg(Some(200), LagAction::Resnapshot).judge("s", &state("extended", 250));
+        assert!(matches!(&v, Verdict::Resnapshot(t) if t.contains("pause.bytes=200")), "{v:?}");
+        assert!(matches!(cfg(None, LagAction::Resnapshot).judge("s", &state("lost", 0)), Verdict::Resnapshot(_)));
+        assert!(matches!(cfg(Some(200), LagAction::Resnapshot).judge("s", &state("reserved", 150)), Verdict::Warn(_)));
     }
 }

@@ -26,7 +26,7 @@ use super::config::{PostgresConfig, SnapshotMode};
 use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
 use super::metrics::DebeziumMetrics;
-use super::slot_guard::SlotGuard;
+use super::slot_guard::{LagAction, SlotGuard};
 use super::incremental::Incremental;
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotPosition, SnapshotState, StoredOffset};
@@ -120,7 +120,7 @@ impl Running {
                     tracing::info!(slot = %cfg.slot_name, stored = %o.resume_lsn(), slot_lsn = %f, "the slot is ahead of the stored offset; streaming from the slot");
                 }
                 None => {
-                    if cfg.snapshot_mode != SnapshotMode::WhenNeeded {
+                    if cfg.snapshot_mode != SnapshotMode::WhenNeeded && cfg.slot_guard.action != LagAction::Resnapshot {
                         return Err(ConnectError::permanent(format!(
                             "replication slot {:?} does not exist but the stored offsets say streaming was at lsn {}: the changes since are lost. \
                              To recover: delete this connector's offsets and restart it to take a new snapshot (or set snapshot.mode=when_needed)",
@@ -291,7 +291,10 @@ impl Running {
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
                 }
-                self.slot_guard.maybe_check(&self.catalog, &self.cfg.slot_name, &self.metrics).await?;
+                if let Some(reason) = self.slot_guard.maybe_check(&self.catalog, &self.cfg.slot_name, &self.metrics).await? {
+                    self.resnapshot(&reason).await?;
+                    return Ok(Vec::new());
+                }
                 if self.stream.is_none() {
                     self.metrics.connected(false);
                     self.stream = Some(Stream::open(&self.cfg, self.handed, self.progress.confirmed()).await?);
@@ -341,6 +344,32 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// `sluice.slot.lag.action=drop-and-resnapshot`: closes the stream, drops the slot and
+    /// starts again as a connector without offsets would (a new slot, a new snapshot of the
+    /// captured tables, then streaming). The offsets of the new snapshot's records replace
+    /// the old ones as they become durable; a restart before that finds no slot under the
+    /// old offsets and, with this action, snapshots again.
+    async fn resnapshot(&mut self, reason: &str) -> ConnectResult<()> {
+        tracing::warn!(slot = %self.cfg.slot_name, "{reason} (sluice.slot.lag.action=drop-and-resnapshot): dropping the slot and taking a new snapshot; changes the slot held are not sent as events");
+        if let Some(s) = self.stream.take() {
+            s.close().await;
+        }
+        self.metrics.connected(false);
+        for _ in 0..50 {
+            match catalog::slot(&self.catalog, &self.cfg.slot_name).await? {
+                Some(s) if s.active => tokio::time::sleep(Duration::from_millis(100)).await,
+                _ => break,
+            }
+        }
+        if catalog::slot(&self.catalog, &self.cfg.slot_name).await?.is_some() {
+            catalog::drop_slot(&self.catalog, &self.cfg.slot_name).await?;
+        }
+        self.metrics.resnapshotted(&self.cfg.slot_name);
+        let fresh = Running::plan(self.cfg.clone(), None, self.shutdown.clone(), self.metrics.gauges()).await?;
+        *self = fresh;
+        Ok(())
     }
 
     fn commit(&mut self, committed: &[(SourcePartition, SourceOffset)]) -> ConnectResult<()> {
