@@ -52,6 +52,18 @@ fn scrape(w: &Worker) -> (String, Samples) {
     (text, samples)
 }
 
+/// The distinct metric names in `text` that start with one of `prefixes`.
+fn regex_names(text: &str, prefixes: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for p in prefixes {
+        for (i, _) in text.match_indices(p) {
+            let name: String = text[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            out.insert(name);
+        }
+    }
+    out
+}
+
 fn create(w: &Worker, name: &str, config: Json) {
     let (code, body) = w.post("/connectors", &json!({"name": name, "config": config}));
     assert_eq!(code, 201, "{body}");
@@ -178,6 +190,9 @@ fn an_invalid_naming_stops_the_worker_at_start_naming_the_key() {
 #[test]
 fn the_postgres_source_publishes_debeziums_metrics_and_its_slot() {
     let pg = sluice_tests::Postgres::start();
+    // With a limit the server reports safe_wal_size (without one it is null, and not published).
+    pg.sql("ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'");
+    pg.sql("SELECT pg_reload_conf()");
     pg.sql("CREATE TABLE items (id int PRIMARY KEY, v text)");
     pg.sql("INSERT INTO items SELECT g, 'row ' || g FROM generate_series(1, 25) g");
     let dir = tempfile::tempdir().unwrap();
@@ -229,6 +244,15 @@ fn the_postgres_source_publishes_debeziums_metrics_and_its_slot() {
         .trim()
         .parse()
         .unwrap();
+    // Every series the Grafana dashboard reads from what a connector publishes itself
+    // (Debezium's metrics, the slot, the source lag) is on this worker's page.
+    let page = scrape(&w).1;
+    let dashboard: Json = serde_json::from_str(&std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docker/grafana-dashboard.json")).unwrap()).unwrap();
+    let published = regex_names(&dashboard.to_string(), &["debezium_metrics_", "sluice_postgres_", "sluice_source_lag_"]);
+    assert!(published.len() >= 8, "{published:?}");
+    for name in &published {
+        assert!(page.keys().any(|(n, _)| n == name), "the dashboard reads {name}, which the Postgres source does not publish");
+    }
     let ours = value(&scrape(&w).1, "sluice_postgres_slot_retained_wal_bytes", &slot).unwrap();
     // Read a moment apart: the server's WAL only grows in between.
     assert!(ours <= server && ours > 0.0, "ours {ours}, server {server}");
