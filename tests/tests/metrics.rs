@@ -288,6 +288,13 @@ fn sink_lag_and_scaling_signals() {
     let (_, s) = scrape(&w);
     let partitions = s.keys().filter(|(n, l)| n == "sluice_sink_task_lag_records" && l["connector"] == "sink").count();
     assert_eq!(partitions, 3, "one series per partition");
+    let sink = [("connector", "sink"), ("task", "0")];
+    assert_eq!(value(&s, "kafka_connect_sink_task_partition_count", &sink), Some(3.0));
+    let lag_max = value(&s, "kafka_connect_sink_task_sink_record_lag_max", &sink).unwrap();
+    assert!(lag_max > 0.0 && lag_max <= ROWS as f64, "{lag_max}");
+    let gen = [("connector", "gen"), ("task", "0")];
+    let (avg, max) = (value(&s, "kafka_connect_source_task_poll_batch_avg_time_ms", &gen).unwrap(), value(&s, "kafka_connect_source_task_poll_batch_max_time_ms", &gen).unwrap());
+    assert!(avg > 0.0 && avg <= max, "poll batch time avg {avg} max {max}");
     assert!(value(&s, "sluice_worker_desired_replicas", &[]).is_some_and(|v| v >= 1.0));
     assert!(value(&s, "sluice_worker_load", &[]).is_some_and(|v| v >= 0.0));
     // The embedded log's own figures (log.fsync=always: every acknowledged batch was fsynced).
@@ -323,4 +330,7 @@ fn sink_lag_and_scaling_signals() {
     let (code, _) = w.put_empty("/connectors/sink/resume");
     assert_eq!(code, 202);
     eventually(Duration::from_secs(30), "the lag drains", || lag(&scrape(&w).1) == 0.0);
+    let s = scrape(&w).1;
+    let (avg, max) = (value(&s, "kafka_connect_sink_task_put_batch_avg_time_ms", &sink).unwrap(), value(&s, "kafka_connect_sink_task_put_batch_max_time_ms", &sink).unwrap());
+    assert!(avg > 0.0 && avg <= max, "put batch time avg {avg} max {max}");
 }

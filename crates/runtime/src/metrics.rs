@@ -63,6 +63,13 @@ pub struct TaskMetrics {
     pub last_error_ms: AtomicU64,
     /// What the connector's task publishes itself (Debezium's metrics, slot WAL, …).
     pub gauges: sluice_api::TaskGauges,
+    /// `poll` calls that returned records (a source) or `put` calls (a sink): how many, and
+    /// their total and longest time.
+    pub calls: AtomicU64,
+    pub call_nanos: AtomicU64,
+    pub call_max_nanos: AtomicU64,
+    /// A sink task's assigned partitions.
+    pub partition_count: AtomicU64,
 }
 
 impl TaskMetrics {
@@ -90,6 +97,10 @@ impl TaskMetrics {
             dlq_failures: z(),
             last_error_ms: z(),
             gauges: sluice_api::TaskGauges::default(),
+            calls: z(),
+            call_nanos: z(),
+            call_max_nanos: z(),
+            partition_count: z(),
         }
     }
 
@@ -113,6 +124,25 @@ impl TaskMetrics {
             self.batch_records.fetch_add(n, Relaxed);
             self.batch_size_max.fetch_max(n, Relaxed);
             self.busy_nanos.fetch_add(busy.as_nanos() as u64, Relaxed);
+        }
+    }
+
+    /// One `poll` that returned records, or one `put`, that took `took`.
+    pub fn call(&self, took: Duration) {
+        if self.enabled {
+            let nanos = took.as_nanos() as u64;
+            self.calls.fetch_add(1, Relaxed);
+            self.call_nanos.fetch_add(nanos, Relaxed);
+            self.call_max_nanos.fetch_max(nanos, Relaxed);
+        }
+    }
+
+    fn call_avg_ms(&self) -> f64 {
+        let calls = self.calls.load(Relaxed);
+        if calls == 0 {
+            0.0
+        } else {
+            self.call_nanos.load(Relaxed) as f64 / calls as f64 / 1e6
         }
     }
 
@@ -464,11 +494,18 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
             let s = |name: &str| connect_name(n, "source-task", name);
             p.add(s("source-record-poll-total"), "counter", "The number of records produced/polled (before transformation) by this task.", &labels, g(&m.source_record_poll));
             p.add(s("source-record-write-total"), "counter", "The number of records output from the transformations and written to Kafka for this task.", &labels, g(&m.source_record_write));
+            p.add(s("poll-batch-avg-time-ms"), "gauge", "The average time in milliseconds taken by this task to poll for a batch of source records.", &labels, m.call_avg_ms());
+            p.add(s("poll-batch-max-time-ms"), "gauge", "The maximum time in milliseconds taken by this task to poll for a batch of source records.", &labels, g(&m.call_max_nanos) / 1e6);
         } else {
             let s = |name: &str| connect_name(n, "sink-task", name);
             p.add(s("sink-record-read-total"), "counter", "The total number of records read from Kafka by this task.", &labels, g(&m.sink_record_read));
             p.add(s("sink-record-send-total"), "counter", "The total number of records output from the transformations and sent/put to this task.", &labels, g(&m.sink_record_send));
             p.add(s("offset-commit-completion-total"), "counter", "The total number of offset commit completions that were completed successfully.", &labels, g(&m.offset_commit_completion));
+            p.add(s("put-batch-avg-time-ms"), "gauge", "The average time taken by this task to put a batch of sinks records.", &labels, m.call_avg_ms());
+            p.add(s("put-batch-max-time-ms"), "gauge", "The maximum time taken by this task to put a batch of sinks records.", &labels, g(&m.call_max_nanos) / 1e6);
+            p.add(s("partition-count"), "gauge", "The number of topic partitions assigned to this task belonging to the named sink connector in this worker.", &labels, g(&m.partition_count));
+            let lag_max = m.gauges.snapshot().into_iter().filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY).map(|(_, v)| v.value).fold(0.0, f64::max);
+            p.add(s("sink-record-lag-max"), "gauge", "The maximum lag in terms of number of records that the sink task is behind the consumer's position for any topic partitions.", &labels, lag_max);
         }
         let e = |name: &str| connect_name(n, "task-error", name);
         for (name, v, help) in [

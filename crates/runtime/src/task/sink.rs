@@ -228,6 +228,7 @@ impl SinkRunner {
                     Ok(()) => {
                         self.metrics.add(&self.metrics.sink_record_send, count);
                         self.metrics.batch(count, began.elapsed());
+                        self.metrics.call(began.elapsed());
                         backoff.reset();
                         self.state.running();
                         if let Some(rate) = &mut self.rate {
@@ -287,6 +288,7 @@ impl SinkRunner {
         all.sort();
         let mine: Vec<_> =
             all.into_iter().enumerate().filter(|(i, _)| (*i as u32) % self.task_count.max(1) == self.id.task).map(|(_, tp)| tp).collect();
+        self.metrics.partition_count.store(mine.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let new: Vec<_> = mine.iter().filter(|tp| !state.next.contains_key(*tp)).cloned().collect();
         if new.is_empty() {
             return Ok(());

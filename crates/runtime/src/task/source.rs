@@ -220,7 +220,11 @@ impl SourceRunner {
                 }
                 continue;
             }
+            let polling = Instant::now();
             let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
+            if !records.is_empty() {
+                self.metrics.call(polling.elapsed());
+            }
             if records.is_empty() {
                 continue;
             }
@@ -302,7 +306,11 @@ impl SourceRunner {
                 }
                 continue;
             }
+            let polling = Instant::now();
             let Some(records) = self.poll_once(&mut backoff, shutdown).await? else { return Ok(()) };
+            if !records.is_empty() {
+                self.metrics.call(polling.elapsed());
+            }
             if !records.is_empty() {
                 let (polled, began) = (records.len() as u64, Instant::now());
                 self.metrics.add(&self.metrics.source_record_poll, polled);
