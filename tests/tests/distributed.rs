@@ -586,3 +586,31 @@ fn a_sigkilled_workers_tasks_move_to_the_survivors_after_the_scheduled_delay() {
     eventually(Duration::from_secs(30), "gen task 0 stopped for the restart", || restarts_of_gen_0(&live) > before);
     fourth.wait_running("gen", 4);
 }
+
+/// `PUT /admin/loggers/{name}?scope=cluster` (KIP-976): the level goes through the config
+/// topic to every worker of the group, and a worker that starts afterwards does not apply
+/// it (as Connect's workers ignore levels written before they started).
+#[test]
+fn a_cluster_scoped_log_level_reaches_every_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&dir.path().join("broker"));
+    let mut props = cluster_props(&broker.bootstrap);
+    props.retain(|(k, _)| !k.ends_with(".storage.topic"));
+    props.extend([("config.storage.topic", "log-configs"), ("offset.storage.topic", "log-offsets"), ("status.storage.topic", "log-status")].map(|(k, v)| (k.to_owned(), v.to_owned())));
+    let workers: Vec<Worker> = (0..2).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
+    for w in &workers {
+        assert_eq!(w.get("/admin/loggers/sluice_runtime").1["level"], "INFO");
+    }
+    let (code, body) = workers[0].put("/admin/loggers/sluice_runtime?scope=cluster", &json!({"level": "DEBUG"}));
+    assert_eq!(code, 204, "{body}");
+    for w in &workers {
+        w.wait_for("/admin/loggers/sluice_runtime", Duration::from_secs(20), |_, b| b["level"] == "DEBUG");
+    }
+    // Refused before anything is written.
+    let (code, body) = workers[1].put("/admin/loggers/sluice_runtime?scope=cluster", &json!({"level": "LOUD"}));
+    assert_eq!(code, 404, "{body}");
+    let late = Worker::launch(&dir.path().join("w2"), Launch::Distributed { props: props.clone() });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(late.get("/admin/loggers/sluice_runtime").1["level"], "INFO", "a level written before a worker started is not applied to it");
+    assert!(workers[1].output().contains("cluster-wide log level applied"), "{}", workers[1].output());
+}

@@ -30,7 +30,8 @@ pub async fn get(State(state): State<RestState>, PathParams(name): PathParams<St
 ///
 /// Worker scope (the default, and what an unknown scope falls back to, as in Connect)
 /// answers 200 with the names of the loggers changed. Cluster scope answers 204 as Connect
-/// does; this worker is the whole cluster, so the change is made here.
+/// does: in a group the level goes through the config topic to every worker (those that
+/// start later do not apply it, as in Connect); alone, this worker is the whole cluster.
 /// A missing level is 400 and an unknown level 404, both with Connect's messages.
 pub async fn set(
     State(state): State<RestState>,
@@ -45,10 +46,14 @@ pub async fn set(
     if scope != "worker" && scope != "cluster" {
         tracing::warn!(scope, "unknown logging scope; using worker");
     }
-    let affected = state.loggers.set(&name, &level)?;
     if scope == "cluster" {
-        Ok(StatusCode::NO_CONTENT.into_response())
-    } else {
-        Ok(Json(affected).into_response())
+        // Checked here, so a bad request is refused before it reaches the config topic.
+        sluice_runtime::logging::parse_level(&level)?;
+        sluice_runtime::logging::target_of(&name)?;
+        if !state.herder.set_cluster_logger_level(name.trim(), &level).await? {
+            state.loggers.set(&name, &level)?;
+        }
+        return Ok(StatusCode::NO_CONTENT.into_response());
     }
+    Ok(Json(state.loggers.set(&name, &level)?).into_response())
 }

@@ -104,6 +104,7 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
     let listener = rest_listener(&worker.rest_host, worker.rest_port).await?;
     let addr = listener.local_addr().map_or_else(|_| format!("{}:{}", worker.rest_host, worker.rest_port), |a| a.to_string());
     let shutdown = CancellationToken::new();
+    herder.set_loggers(loggers.clone());
     let directory = sluice_runtime::declared::reconcile::Directory::new(worker.connectors_dir.clone());
     let state = sluice_rest::RestState {
         herder: herder.clone() as Arc<dyn Herder>,

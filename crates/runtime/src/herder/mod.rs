@@ -272,6 +272,13 @@ pub trait Herder: Send + Sync + 'static {
         Err(HerderError::connector_not_found(name))
     }
 
+    /// `PUT /admin/loggers/{name}?scope=cluster` (KIP-976): in a group, writes the level to
+    /// the config topic, from which every worker applies it (`Ok(true)`); alone, `Ok(false)`
+    /// and the caller applies it here, this worker being the whole cluster.
+    async fn set_cluster_logger_level(&self, _namespace: &str, _level: &str) -> HerderResult<bool> {
+        Ok(false)
+    }
+
     /// The lag (records) of each sink task this worker runs, summed over its partitions.
     async fn task_lags(&self) -> Vec<(ConnectorTaskId, f64)> {
         Vec::new()

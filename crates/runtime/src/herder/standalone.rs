@@ -86,6 +86,8 @@ pub struct StandaloneHerder {
     /// Set when this worker is one member of a group (`sluice distributed`): it then runs
     /// only what the group assigns it, and learns configs from the config topic.
     cluster: Option<Cluster>,
+    /// The process's log levels, for cluster-wide levels read from the config topic.
+    loggers: std::sync::OnceLock<crate::logging::LogLevels>,
 }
 
 
@@ -109,6 +111,20 @@ fn internal(e: impl std::fmt::Display) -> HerderError {
 }
 
 impl StandaloneHerder {
+    /// Gives the herder the process's log levels, which cluster-wide levels (KIP-976) read
+    /// from the config topic change.
+    pub fn set_loggers(&self, loggers: crate::logging::LogLevels) {
+        let _ = self.loggers.set(loggers);
+    }
+
+    /// A cluster-wide level read from the config topic: applied here, as every worker does.
+    pub(crate) fn apply_cluster_logger_level(&self, namespace: &str, level: &str) {
+        let Some(loggers) = self.loggers.get() else { return };
+        match loggers.set(namespace, level) {
+            Ok(changed) => tracing::info!(namespace, level, changed = changed.len(), "cluster-wide log level applied"),
+            Err(e) => tracing::warn!(namespace, level, error = %e, "ignoring a cluster-wide log level that cannot be applied"),
+        }
+    }
     /// Opens the internal topics and replays them. Call [`StandaloneHerder::start`] next.
     pub async fn open(
         worker: WorkerConfig,
@@ -154,6 +170,7 @@ impl StandaloneHerder {
             entries: Mutex::new(BTreeMap::new()),
             ready: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            loggers: std::sync::OnceLock::new(),
             requests: tx,
             cluster,
         });
@@ -179,7 +196,7 @@ impl StandaloneHerder {
             if let Some(c) = &self.cluster {
                 // Ready once the group has assigned this worker its share.
                 *c.snapshot.lock().expect("snapshot lock") =
-                    ConfigSnapshot { connectors: entries.iter().map(|(n, e)| (n.clone(), e.state.clone())).collect() };
+                    ConfigSnapshot { connectors: entries.iter().map(|(n, e)| (n.clone(), e.state.clone())).collect(), ..Default::default() };
                 return;
             }
         }
@@ -809,6 +826,17 @@ impl Herder for StandaloneHerder {
                 lags.reduce(|a, b| a + b).map(|l| (id, l))
             })
             .collect()
+    }
+
+    async fn set_cluster_logger_level(&self, namespace: &str, level: &str) -> HerderResult<bool> {
+        if self.cluster.is_none() {
+            return Ok(false);
+        }
+        self.configs
+            .put_logger_level(namespace, level)
+            .await
+            .map_err(|e| HerderError::Internal(format!("could not write the log level to the config topic: {e}")))?;
+        Ok(true)
     }
 
     async fn scaling(&self, name: &str) -> HerderResult<crate::scaling::ScalingInfo> {

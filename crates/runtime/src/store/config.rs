@@ -22,7 +22,14 @@ pub struct ConnectorConfigState {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigSnapshot {
     pub connectors: BTreeMap<String, ConnectorConfigState>,
+    /// Cluster-wide log levels (`logger-cluster-<namespace>` records, KIP-976) read since the
+    /// reader last took them, in order. Those written before this worker started are not
+    /// applied, as in Connect.
+    pub logger_levels: Vec<(String, String)>,
 }
+
+/// Key prefix of Connect's cluster-wide logger level records.
+pub const LOGGER_CLUSTER_PREFIX: &str = "logger-cluster-";
 
 /// Task configs read but not yet committed, per connector.
 type Pending = BTreeMap<String, BTreeMap<u32, Props>>;
@@ -46,6 +53,9 @@ impl ConfigStore {
             let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
             let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
             apply(&mut snapshot, &mut pending, key, value);
+        }
+        for (namespace, level) in snapshot.logger_levels.drain(..) {
+            tracing::trace!(namespace, level, "not applying a cluster log level written before this worker started");
         }
         Ok((Self { log, topic: topic.to_owned(), tail: std::sync::Mutex::new((next, pending)) }, snapshot))
     }
@@ -99,6 +109,11 @@ impl ConfigStore {
             tasks.iter().enumerate().map(|(i, t)| (format!("task-{name}-{i}"), Some(json!({ "properties": t })))).collect();
         records.push((format!("commit-{name}"), Some(json!({ "tasks": tasks.len() }))));
         self.write(records).await
+    }
+
+    /// A cluster-wide log level: every worker that reads it sets `namespace` to `level`.
+    pub async fn put_logger_level(&self, namespace: &str, level: &str) -> LogResult<()> {
+        self.write(vec![(format!("{LOGGER_CLUSTER_PREFIX}{namespace}"), Some(json!({ "level": level })))]).await
     }
 
     /// Tombstones for the connector's config and target state.
@@ -156,6 +171,11 @@ fn apply(snapshot: &mut ConfigSnapshot, pending: &mut BTreeMap<String, BTreeMap<
                 pending.entry(name.to_owned()).or_default().insert(i, props);
             }
         }
+    } else if let Some(namespace) = key.strip_prefix(LOGGER_CLUSTER_PREFIX) {
+        match value.as_ref().and_then(|v| v.get("level")).and_then(Json::as_str) {
+            Some(level) => snapshot.logger_levels.push((namespace.to_owned(), level.to_owned())),
+            None => tracing::error!(namespace, "ignoring a cluster log level record without a string 'level'"),
+        }
     } else if let Some(name) = key.strip_prefix("commit-") {
         let n = value.as_ref().and_then(|v| v.get("tasks")).and_then(Json::as_u64).unwrap_or(0) as u32;
         let staged = pending.remove(name).unwrap_or_default();
@@ -194,6 +214,16 @@ mod tests {
         assert!(snap.connectors["b"].tasks.is_empty(), "an incomplete commit is ignored");
         apply(&mut snap, &mut pending, "connector-a", None);
         assert!(!snap.connectors.contains_key("a"));
+    }
+
+    #[test]
+    fn logger_level_records() {
+        let mut snap = ConfigSnapshot::default();
+        let mut pending = BTreeMap::new();
+        apply(&mut snap, &mut pending, "logger-cluster-org.apache.kafka.connect", Some(json!({"level": "DEBUG"})));
+        apply(&mut snap, &mut pending, "logger-cluster-x", Some(json!({"level": 3})));
+        assert_eq!(snap.logger_levels, vec![("org.apache.kafka.connect".to_owned(), "DEBUG".to_owned())]);
+        assert!(snap.connectors.is_empty());
     }
 
     #[test]

@@ -122,7 +122,15 @@ impl StandaloneHerder {
                 return;
             }
         }
+        // Cluster-wide log levels (KIP-976) apply here and change no assignment.
+        for (namespace, level) in std::mem::take(&mut snapshot.logger_levels) {
+            self.apply_cluster_logger_level(&namespace, &level);
+        }
+        let unchanged = cluster.snapshot.lock().expect("snapshot lock").connectors == snapshot.connectors;
         *cluster.snapshot.lock().expect("snapshot lock") = snapshot.clone();
+        if unchanged {
+            return;
+        }
         let gone: Vec<String> = entries.keys().filter(|n| !snapshot.connectors.contains_key(*n)).cloned().collect();
         for name in gone {
             self.stop_connector(entries, &name).await;
