@@ -614,3 +614,44 @@ fn a_cluster_scoped_log_level_reaches_every_worker() {
     assert_eq!(late.get("/admin/loggers/sluice_runtime").1["level"], "INFO", "a level written before a worker started is not applied to it");
     assert!(workers[1].output().contains("cluster-wide log level applied"), "{}", workers[1].output());
 }
+
+/// 50 connectors created in a row through the three workers of a group: every create is
+/// answered at once (201), none is refused with a 409 while the group rebalances for the
+/// previous ones, and all 50 run.
+#[test]
+fn fifty_creates_in_a_row_on_three_workers_are_never_refused() {
+    const N: usize = 50;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&dir.path().join("broker"));
+    let mut props = cluster_props(&broker.bootstrap);
+    props.retain(|(k, _)| !k.ends_with(".storage.topic"));
+    props.extend([("config.storage.topic", "many-configs"), ("offset.storage.topic", "many-offsets"), ("status.storage.topic", "many-status")].map(|(k, v)| (k.to_owned(), v.to_owned())));
+    let workers: Vec<Worker> = (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
+    // The group has formed once: every worker knows its leader.
+    for w in &workers {
+        w.wait_for("/connectors", Duration::from_secs(30), |code, _| code == 200);
+    }
+    let (code, body) = post_settled(&workers[0], "/connectors", &json!({"name": "first", "config": {"connector.class": "FileStreamSink", "file": dir.path().join("first.txt").to_str().unwrap(), "topics": "many"}}));
+    assert_eq!(code, 201, "{body}");
+    let started = Instant::now();
+    let mut refused = Vec::new();
+    for i in 0..N {
+        let file = dir.path().join(format!("out-{i}.txt"));
+        let (code, body) = workers[i % 3].post(
+            "/connectors",
+            &json!({"name": format!("sink-{i:02}"), "config": {"connector.class": "FileStreamSink", "file": file.to_str().unwrap(), "topics": "many"}}),
+        );
+        if code != 201 {
+            refused.push((i, code, body));
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!("{N} creates through 3 workers took {elapsed:?}; refused: {}", refused.len());
+    assert!(refused.is_empty(), "creates refused: {refused:?}");
+    for w in &workers {
+        w.wait_for("/connectors", Duration::from_secs(60), |_, b| b.as_array().is_some_and(|a| a.len() == N + 1));
+    }
+    for i in (0..N).step_by(7) {
+        workers[0].wait_running(&format!("sink-{i:02}"), 1);
+    }
+}

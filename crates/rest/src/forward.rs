@@ -1,8 +1,11 @@
 //! In a group, writes go through the leader (as Connect's `DistributedHerder` does): a
 //! follower forwards `POST`/`PUT`/`PATCH`/`DELETE` under `/connectors` to the leader's URL
 //! from its assignment, marked `forward=false` so they are not forwarded twice, and
-//! relays the answer. While a rebalance is under way, writes answer 409. Reads are
-//! answered locally from the state every member reads from the internal topics.
+//! relays the answer. Until a worker has joined its group and knows the leader, writes
+//! answer 409; a later rebalance does not stop them (Connect answers 409 during every
+//! rebalance): each write is a record in the config topic, which the leader's next
+//! assignment takes in. Reads are answered locally from the state every member reads from
+//! the internal topics.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -23,7 +26,7 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
     if !write || !req.uri().path().starts_with("/connectors") {
         return next.run(req).await;
     }
-    if state.herder.rebalancing() {
+    if !state.herder.takes_writes() {
         return ApiError::new(StatusCode::CONFLICT, REBALANCE_MESSAGE).into_response();
     }
     let leader = match state.herder.leader_url() {

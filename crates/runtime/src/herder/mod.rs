@@ -217,9 +217,16 @@ pub trait Herder: Send + Sync + 'static {
         None
     }
 
-    /// In a group: true while a rebalance is under way (writes answer 409 then).
+    /// In a group: true while a rebalance is under way.
     fn rebalancing(&self) -> bool {
         false
+    }
+
+    /// Whether REST writes can be taken now (else 409). In a group: once this worker knows
+    /// a leader to send them to. A rebalance does not stop them: every write is a record in
+    /// the config topic, which the next assignment takes in whenever it lands.
+    fn takes_writes(&self) -> bool {
+        !self.rebalancing()
     }
 
     async fn connectors(&self) -> Vec<String>;

@@ -582,6 +582,10 @@ impl Herder for StandaloneHerder {
         self.cluster.as_ref().is_some_and(|c| c.view().rebalancing)
     }
 
+    fn takes_writes(&self) -> bool {
+        self.cluster.as_ref().is_none_or(|c| c.view().leader_url.is_some())
+    }
+
     async fn connectors(&self) -> Vec<String> {
         self.entries.lock().await.keys().cloned().collect()
     }
