@@ -222,6 +222,17 @@ fn cluster_props(bootstrap: &str) -> Vec<(String, String)> {
     .collect()
 }
 
+/// [`cluster_props`] with internal topics `<prefix>-configs`, `-offsets` and `-status`.
+fn cluster_props_on(bootstrap: &str, prefix: &str) -> Vec<(String, String)> {
+    let mut props = cluster_props(bootstrap);
+    for (key, suffix) in [("config.storage.topic", "configs"), ("offset.storage.topic", "offsets"), ("status.storage.topic", "status")] {
+        if let Some(entry) = props.iter_mut().find(|(k, _)| k == key) {
+            entry.1 = format!("{prefix}-{suffix}");
+        }
+    }
+    props
+}
+
 /// POST, retried while the cluster answers 409 for a rebalance (as Connect's clients do).
 fn post_settled(w: &Worker, path: &str, body: &sluice_tests::Json) -> (u16, sluice_tests::Json) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -594,9 +605,7 @@ fn a_sigkilled_workers_tasks_move_to_the_survivors_after_the_scheduled_delay() {
 fn a_cluster_scoped_log_level_reaches_every_worker() {
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
-    let mut props = cluster_props(&broker.bootstrap);
-    props.retain(|(k, _)| !k.ends_with(".storage.topic"));
-    props.extend([("config.storage.topic", "log-configs"), ("offset.storage.topic", "log-offsets"), ("status.storage.topic", "log-status")].map(|(k, v)| (k.to_owned(), v.to_owned())));
+    let props = cluster_props_on(&broker.bootstrap, "log");
     let workers: Vec<Worker> = (0..2).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
     for w in &workers {
         assert_eq!(w.get("/admin/loggers/sluice_runtime").1["level"], "INFO");
@@ -623,9 +632,7 @@ fn fifty_creates_in_a_row_on_three_workers_are_never_refused() {
     const N: usize = 50;
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
-    let mut props = cluster_props(&broker.bootstrap);
-    props.retain(|(k, _)| !k.ends_with(".storage.topic"));
-    props.extend([("config.storage.topic", "many-configs"), ("offset.storage.topic", "many-offsets"), ("status.storage.topic", "many-status")].map(|(k, v)| (k.to_owned(), v.to_owned())));
+    let props = cluster_props_on(&broker.bootstrap, "many");
     let workers: Vec<Worker> = (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
     // The group has formed once: every worker knows its leader.
     for w in &workers {

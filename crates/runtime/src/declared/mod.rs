@@ -195,23 +195,37 @@ fn state_name(s: TargetState) -> &'static str {
     }
 }
 
-/// A stable fingerprint of a declaration (FNV-1a over the sorted config and the state).
-pub fn digest(d: &Declaration) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    for (k, v) in d.config.iter().filter(|(k, _)| !k.starts_with(OWNER_PREFIX)) {
-        feed(k.as_bytes());
-        feed(&[0]);
-        feed(v.as_bytes());
-        feed(&[0]);
+/// FNV-1a, 64 bits: a stable fingerprint (not a defence against anyone).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
     }
-    feed(d.state.map_or("", state_name).as_bytes());
-    format!("{h:016x}")
+
+    /// Feeds `bytes` and a separator, so `("ab", "c")` and `("a", "bc")` differ.
+    pub(crate) fn field(&mut self, bytes: &[u8]) -> &mut Self {
+        for b in bytes.iter().chain([&0u8]) {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        self
+    }
+
+    pub(crate) fn value(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A stable fingerprint of a declaration: its config (without the ownership keys) and state.
+pub fn digest(d: &Declaration) -> String {
+    let mut h = Fnv::new();
+    for (k, v) in d.config.iter().filter(|(k, _)| !k.starts_with(OWNER_PREFIX)) {
+        h.field(k.as_bytes()).field(v.as_bytes());
+    }
+    h.field(d.state.map_or("", state_name).as_bytes());
+    format!("{:016x}", h.value())
 }
 
 /// The keys whose values differ between two configs.

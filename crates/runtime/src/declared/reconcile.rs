@@ -126,18 +126,9 @@ fn fingerprint(dir: &Path) -> u64 {
     let Ok(listing) = std::fs::read_dir(dir) else { return 0 };
     let mut files: Vec<_> = listing.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| super::file::is_declaration_file(p)).collect();
     files.sort();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = super::Fnv::new();
     for path in files {
-        feed(path.as_os_str().as_encoded_bytes());
-        feed(&[0]);
-        feed(&std::fs::read(&path).unwrap_or_default());
-        feed(&[0]);
+        h.field(path.as_os_str().as_encoded_bytes()).field(&std::fs::read(&path).unwrap_or_default());
     }
-    h
+    h.value()
 }
