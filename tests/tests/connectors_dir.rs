@@ -105,7 +105,8 @@ fn a_directory_of_files_is_the_worker_s_connectors() {
     assert_eq!(w.get("/connectors/src/config").1["file"], input.to_str().unwrap());
 
     // The same bytes written again: no pass writes anything, no task restarts.
-    let report = pass_shows(&w, "everything is unchanged", |r| ["src", "sink", "parked"].iter().all(|n| item(r, n)["action"] == "unchanged"));
+    let report =
+        pass_shows(&w, "everything is unchanged", |r| ["src", "sink", "parked"].iter().all(|n| item(r, n)["action"] == "unchanged"));
     assert!(item(&report, "by-rest").is_null(), "a REST connector is not the directory's: {report}");
     let starts = metric(&w, "kafka_connect_worker_task_startup_attempts_total");
     write(&cdir, "src.json", &source_json("src", &input, "lines", None));
@@ -123,7 +124,9 @@ fn a_directory_of_files_is_the_worker_s_connectors() {
     let bad = source_json("src", &input, "lines", None).replace("\"topic\":\"lines\"", "\"topic\":\"lines\",\"tasks.max\":\"many\"");
     assert!(bad.contains("many"));
     write(&cdir, "src.json", &bad);
-    let report = pass_shows(&w, "the bad files are invalid", |r| item(r, "src")["action"] == "invalid" && item(r, "broken.json")["action"] == "invalid");
+    let report = pass_shows(&w, "the bad files are invalid", |r| {
+        item(r, "src")["action"] == "invalid" && item(r, "broken.json")["action"] == "invalid"
+    });
     assert!(item(&report, "src")["errors"][0].as_str().unwrap().starts_with("tasks.max: "), "{report}");
     assert!(item(&report, "broken.json")["errors"][0].as_str().unwrap().contains("not valid JSON"), "{report}");
     assert!(w.get("/connectors/src/config").1.get("tasks.max").is_none(), "the invalid version was not applied");
@@ -215,7 +218,8 @@ fn revert_puts_the_file_s_version_back() {
     write(&cdir, "src.json", &source_json("src", &input, "lines", None));
     let w = Worker::start(&tmp.path().join("w"), &[("connectors.dir", cdir.to_str().unwrap()), ("connectors.dir.drift", "revert")]);
     w.wait_running("src", 1);
-    let (code, body) = w.put("/connectors/src/config", &json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "edited"}));
+    let (code, body) = w
+        .put("/connectors/src/config", &json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "edited"}));
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["config"]["sluice.connectors.dir.file"], "src.json", "the write keeps the ownership: {body}");
     let started = Instant::now();
@@ -230,7 +234,11 @@ fn revert_puts_the_file_s_version_back() {
 fn bad_settings_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     for (key, value) in [("connectors.dir.drift", "ignore"), ("connectors.dir.interval.ms", "0")] {
-        let props = format!("listeners=http://127.0.0.1:{}\ndata.dir={}\n{key}={value}\n", sluice_tests::free_port(), tmp.path().join("d").display());
+        let props = format!(
+            "listeners=http://127.0.0.1:{}\ndata.dir={}\n{key}={value}\n",
+            sluice_tests::free_port(),
+            tmp.path().join("d").display()
+        );
         let file = tmp.path().join("w.properties");
         std::fs::write(&file, props).unwrap();
         let (code, _, stderr) = Worker::cli(&["standalone", file.to_str().unwrap()]);
@@ -288,7 +296,8 @@ fn on_a_three_worker_cluster_the_leader_applies() {
     // Retried while the group answers 409 for a rebalance, as Connect's clients do.
     let deadline = Instant::now() + Duration::from_secs(30);
     let body = loop {
-        let (code, body) = follower.put("/connectors/src/config", &json!({"connector.class": "FileStreamSource", "file": "/x", "topic": "t"}));
+        let (code, body) =
+            follower.put("/connectors/src/config", &json!({"connector.class": "FileStreamSource", "file": "/x", "topic": "t"}));
         assert_eq!(code, 409, "{body}");
         if !body["message"].as_str().unwrap().contains("rebalance") || Instant::now() > deadline {
             break body;

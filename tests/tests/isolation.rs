@@ -33,7 +33,10 @@ fn a_flooding_connector_is_held_to_its_rate_and_a_light_one_keeps_moving() {
             "payload.bytes": "64", "max.interval": "0", "tasks.max": "2", "sluice.max.records.per.second": RATE.to_string()}}),
     );
     assert_eq!(code, 201, "{body}");
-    let (code, body) = w.post("/connectors", &json!({"name": "light-src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "light"}}));
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "light-src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "light"}}),
+    );
     assert_eq!(code, 201, "{body}");
     let (code, body) = w.post("/connectors", &json!({"name": "light-sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "light"}}));
     assert_eq!(code, 201, "{body}");

@@ -28,7 +28,9 @@ pub async fn last(State(state): State<RestState>) -> ApiResult<Json<Value>> {
         ApiError::not_found("connectors.dir is not set on this worker (set it in the worker properties or with --connectors-dir)")
     })?;
     match directory.last_report() {
-        Some(report) => Ok(Json(serde_json::to_value(report).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?)),
+        Some(report) => {
+            Ok(Json(serde_json::to_value(report).map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?))
+        }
         None => Ok(Json(json!({"dir": directory.settings.dir.as_ref().map(|d| d.display().to_string()), "items": [], "pending": true}))),
     }
 }

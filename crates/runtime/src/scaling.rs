@@ -94,7 +94,9 @@ pub fn assess(i: Inputs<'_>) -> ScalingInfo {
     let (mut recommended, mut reason) = match busy {
         None => (current, "none of its tasks runs on this worker: ask the worker that runs them".to_owned()),
         Some(b) if b > HIGH => ((f64::from(current) * b / TARGET).ceil() as u32, format!("busy ratio {b:.2} is above {HIGH}")),
-        Some(b) if b < LOW && current > 1 => ((f64::from(current) * b / TARGET).ceil().max(1.0) as u32, format!("busy ratio {b:.2} is below {LOW}")),
+        Some(b) if b < LOW && current > 1 => {
+            ((f64::from(current) * b / TARGET).ceil().max(1.0) as u32, format!("busy ratio {b:.2} is below {LOW}"))
+        }
         Some(b) => (current, format!("busy ratio {b:.2} is within {LOW}..{HIGH}")),
     };
     if let Some(max) = max_useful {
@@ -133,7 +135,14 @@ pub fn desired_replicas(load: f64, cores: usize) -> u32 {
 mod tests {
     use super::*;
 
-    fn inputs<'a>(kind: ConnectorKind, class: &'a str, config: &'a Props, tasks: u32, partitions: Option<u32>, loads: &'a [TaskLoad]) -> Inputs<'a> {
+    fn inputs<'a>(
+        kind: ConnectorKind,
+        class: &'a str,
+        config: &'a Props,
+        tasks: u32,
+        partitions: Option<u32>,
+        loads: &'a [TaskLoad],
+    ) -> Inputs<'a> {
         Inputs { name: "c", class, kind, worker_id: "w:1".into(), config, tasks, partitions, loads }
     }
 

@@ -28,17 +28,15 @@ pub fn main(apply: bool, args: &[String]) -> anyhow::Result<()> {
     let dir = dir.ok_or_else(|| anyhow!("usage: sluice {} DIR [--url http://HOST:PORT]", if apply { "apply" } else { "plan" }))?;
     let files = read(Path::new(&dir))?;
     let endpoint = format!("{}/connectors-dir/{}", url.trim_end_matches('/'), if apply { "apply" } else { "plan" });
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(std::time::Duration::from_secs(120)))
-        .build()
-        .into();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(std::time::Duration::from_secs(120))).build().into();
     let mut response = agent
         .post(&endpoint)
         .send_json(serde_json::json!({ "files": files }))
         .with_context(|| format!("cannot reach the worker at {url}"))?;
     let status = response.status().as_u16();
-    let body: Value = response.body_mut().read_json().with_context(|| format!("the worker at {url} answered HTTP {status} without JSON"))?;
+    let body: Value =
+        response.body_mut().read_json().with_context(|| format!("the worker at {url} answered HTTP {status} without JSON"))?;
     if status != 200 {
         bail!("the worker answered HTTP {status}: {}", body["message"].as_str().unwrap_or(&body.to_string()));
     }
@@ -46,7 +44,11 @@ pub fn main(apply: bool, args: &[String]) -> anyhow::Result<()> {
     print!("{}", render(&items));
     let failed = items.iter().any(|i| matches!(i["action"].as_str(), Some("invalid" | "conflict")) || (apply && i.get("errors").is_some()));
     if failed {
-        bail!("{} declaration(s) were not {}", items.iter().filter(|i| i.get("errors").is_some()).count(), if apply { "applied" } else { "valid" });
+        bail!(
+            "{} declaration(s) were not {}",
+            items.iter().filter(|i| i.get("errors").is_some()).count(),
+            if apply { "applied" } else { "valid" }
+        );
     }
     Ok(())
 }
@@ -76,7 +78,8 @@ fn render(items: &[Value]) -> String {
         if let Some(file) = item["file"].as_str() {
             line.push_str(&format!("  ({file})"));
         }
-        let mut details: Vec<String> = item["changed"].as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_owned)).collect();
+        let mut details: Vec<String> =
+            item["changed"].as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_owned)).collect();
         if let Some(state) = item["state"].as_str() {
             details.push(format!("state → {state}"));
         }

@@ -124,20 +124,40 @@ impl DebeziumMetrics {
 
     /// The slot was dropped and the tables snapshotted again (`drop-and-resnapshot`).
     pub fn resnapshotted(&self, slot: &str) {
-        self.gauges.add("sluice_postgres_slot_resnapshots_total", "Times the slot was dropped and the tables snapshotted again (sluice.slot.lag.action=drop-and-resnapshot).", &[("slot", slot)], 1.0);
+        self.gauges.add(
+            "sluice_postgres_slot_resnapshots_total",
+            "Times the slot was dropped and the tables snapshotted again (sluice.slot.lag.action=drop-and-resnapshot).",
+            &[("slot", slot)],
+            1.0,
+        );
     }
 
     /// What the slot guard read from `pg_replication_slots`.
     pub fn slot(&self, slot: &str, retained_bytes: Option<i64>, safe_wal_size: Option<i64>, wal_status: Option<&str>) {
         if let Some(b) = retained_bytes {
-            self.gauges.set("sluice_postgres_slot_retained_wal_bytes", "WAL the replication slot keeps on the server (pg_current_wal_lsn() - restart_lsn).", &[("slot", slot)], b as f64);
+            self.gauges.set(
+                "sluice_postgres_slot_retained_wal_bytes",
+                "WAL the replication slot keeps on the server (pg_current_wal_lsn() - restart_lsn).",
+                &[("slot", slot)],
+                b as f64,
+            );
         }
         if let Some(b) = safe_wal_size {
-            self.gauges.set("sluice_postgres_slot_safe_wal_size_bytes", "WAL that can still be written before the slot is in danger of being lost (pg_replication_slots.safe_wal_size).", &[("slot", slot)], b as f64);
+            self.gauges.set(
+                "sluice_postgres_slot_safe_wal_size_bytes",
+                "WAL that can still be written before the slot is in danger of being lost (pg_replication_slots.safe_wal_size).",
+                &[("slot", slot)],
+                b as f64,
+            );
         }
         for status in ["reserved", "extended", "unreserved", "lost"] {
             let on = wal_status == Some(status);
-            self.gauges.set("sluice_postgres_slot_wal_status", "The slot's wal_status (1 for the current one).", &[("slot", slot), ("status", status)], if on { 1.0 } else { 0.0 });
+            self.gauges.set(
+                "sluice_postgres_slot_wal_status",
+                "The slot's wal_status (1 for the current one).",
+                &[("slot", slot), ("status", status)],
+                if on { 1.0 } else { 0.0 },
+            );
         }
     }
 }

@@ -179,7 +179,8 @@ fn parse_strimzi(text: &str) -> Result<Declaration, String> {
                     match k.as_str() {
                         Some("enabled") => {
                             let on = v.as_bool().ok_or("spec.autoRestart.enabled must be true or false")?;
-                            config.insert(crate::worker::restart::POLICY_KEY.to_owned(), if on { "on-failure" } else { "never" }.to_owned());
+                            config
+                                .insert(crate::worker::restart::POLICY_KEY.to_owned(), if on { "on-failure" } else { "never" }.to_owned());
                         }
                         Some("maxRestarts") => {
                             let n = v.as_u64().ok_or("spec.autoRestart.maxRestarts must be a whole number")?;

@@ -90,7 +90,10 @@ impl Settings {
             Some(v) if v == "revert" => Drift::Revert,
             Some(v) if v == "allow" => Drift::Allow,
             Some(v) => {
-                return Err(ConnectError::config(DRIFT_KEY, format!("Invalid value {v} for configuration {DRIFT_KEY}: expected reject, revert or allow")))
+                return Err(ConnectError::config(
+                    DRIFT_KEY,
+                    format!("Invalid value {v} for configuration {DRIFT_KEY}: expected reject, revert or allow"),
+                ))
             }
         };
         let interval = match props.get(INTERVAL_KEY) {
@@ -100,7 +103,9 @@ impl Settings {
                 _ => {
                     return Err(ConnectError::config(
                         INTERVAL_KEY,
-                        format!("Invalid value {v} for configuration {INTERVAL_KEY}: expected a whole number of milliseconds, at least 100"),
+                        format!(
+                            "Invalid value {v} for configuration {INTERVAL_KEY}: expected a whole number of milliseconds, at least 100"
+                        ),
                     ))
                 }
             },
@@ -120,11 +125,15 @@ pub struct Entry {
 /// error (and a pass changes nothing then); an unreadable file is an invalid entry.
 pub fn read_dir(dir: &Path) -> Result<Vec<Entry>, String> {
     let listing = std::fs::read_dir(dir).map_err(|e| format!("cannot read {DIR_KEY} {}: {e}", dir.display()))?;
-    let mut paths: Vec<PathBuf> = listing.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file() && file::is_declaration_file(p)).collect();
+    let mut paths: Vec<PathBuf> =
+        listing.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file() && file::is_declaration_file(p)).collect();
     paths.sort();
     Ok(paths
         .iter()
-        .map(|p| Entry { file: p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), declaration: file::read_file(p) })
+        .map(|p| Entry {
+            file: p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            declaration: file::read_file(p),
+        })
         .collect())
 }
 
@@ -337,7 +346,8 @@ pub async fn plan(herder: &dyn Herder, entries: &[Entry], drift: Drift) -> Vec<P
                 }
             }
         }
-        let mut item = PlanItem::new(name, Some(&entry.file), if write_config || target.is_some() { Action::Update } else { Action::Unchanged });
+        let mut item =
+            PlanItem::new(name, Some(&entry.file), if write_config || target.is_some() { Action::Update } else { Action::Unchanged });
         if write_config {
             item.changed = changed;
             item.config = Some(desired);
@@ -359,11 +369,7 @@ pub async fn plan(herder: &dyn Herder, entries: &[Entry], drift: Drift) -> Vec<P
 /// The validation errors of a config as `key: message`, with Connect's validation.
 async fn validation_errors(herder: &dyn Herder, config: &Props) -> Result<Vec<String>, HerderError> {
     let infos = herder.validate(config).await?;
-    Ok(infos
-        .configs
-        .iter()
-        .flat_map(|(_, value)| value.errors.iter().map(move |e| format!("{}: {e}", value.name)))
-        .collect())
+    Ok(infos.configs.iter().flat_map(|(_, value)| value.errors.iter().map(move |e| format!("{}: {e}", value.name))).collect())
 }
 
 /// Makes what `items` plan. Each failure is written into its item's `errors`; the others

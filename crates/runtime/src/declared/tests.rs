@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sluice_api::{
-    ConfigDef, ConfigKey, ConfigType, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, ConnectResult, Importance,
-    SourceRecord, SourceTask, SourceTaskContext, Task,
+    ConfigDef, ConfigKey, ConfigType, ConnectResult, Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, Importance, SourceRecord,
+    SourceTask, SourceTaskContext, Task,
 };
 
 use super::reconcile::Directory;

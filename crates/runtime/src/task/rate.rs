@@ -69,7 +69,10 @@ fn parse(config: &Props) -> ConnectResult<Option<f64>> {
     let Some(v) = config.get(KEY).map(|v| v.trim()).filter(|v| !v.is_empty()) else { return Ok(None) };
     match v.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(Some(r)),
-        _ => Err(ConnectError::config(KEY, format!("Invalid value {v} for configuration {KEY}: expected a number of records per second above 0"))),
+        _ => Err(ConnectError::config(
+            KEY,
+            format!("Invalid value {v} for configuration {KEY}: expected a number of records per second above 0"),
+        )),
     }
 }
 
