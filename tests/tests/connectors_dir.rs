@@ -322,4 +322,27 @@ fn on_a_three_worker_cluster_the_leader_applies() {
     }
     assert_eq!(appliers.len(), 1, "the new leader alone applied: {appliers:?}");
     assert_eq!(workers[survivors[0]].get("/connectors").1, json!(["more", "sink", "src"]));
+
+    // Update, no-op and delete through the new leader, seen by every survivor.
+    let out2 = tmp.path().join("out2.txt");
+    write(&cdir, "sink.yaml", &sink_yaml("sink", &out2, "dir-lines"));
+    for i in &survivors {
+        workers[*i].wait_for("/connectors/sink/config", Duration::from_secs(30), |_, b| b["file"] == out2.to_str().unwrap());
+    }
+    let starts = |w: &Worker| -> String {
+        let (_, _, text) = w.get_text("/metrics");
+        text.lines().find(|l| l.starts_with("kafka_connect_worker_task_startup_attempts_total ")).unwrap_or_default().to_owned()
+    };
+    for i in &survivors {
+        workers[*i].wait_running("sink", 1);
+    }
+    let before: Vec<String> = survivors.iter().map(|i| starts(&workers[*i])).collect();
+    write(&cdir, "more.json", &source_json("more", &input, "dir-more", None));
+    std::thread::sleep(Duration::from_secs(5));
+    let after: Vec<String> = survivors.iter().map(|i| starts(&workers[*i])).collect();
+    assert_eq!(before, after, "rewriting a file with the same content restarted a task");
+    std::fs::remove_file(cdir.join("src.json")).unwrap();
+    for i in &survivors {
+        workers[*i].wait_for("/connectors", Duration::from_secs(30), |_, b| *b == json!(["more", "sink"]));
+    }
 }
