@@ -195,8 +195,10 @@ impl IncrementalAssignor {
         now: u64,
         restart: &Units,
     ) -> ClusterAssignment {
-        if self.previous_generation != last_completed_generation {
-            tracing::debug!(
+        if self.previous_generation != last_completed_generation && !self.previous_assignment.is_empty() {
+            // Connect logs this at debug; it is worth seeing, because work of a departed
+            // worker held back for the delay is dealt at once after it.
+            tracing::info!(
                 previous_generation = self.previous_generation,
                 last_completed_generation,
                 "forgetting the previous assignment: it is not the last completed round's"
