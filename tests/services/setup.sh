@@ -27,6 +27,9 @@ fi
 ./kafka.sh install tansu >/dev/null
 ./s3.sh install >/dev/null
 ./tools.sh install >/dev/null
+# Real Debezium 3.6.3 and Kafka Connect 4.3 jars (the cut-over test runs them with Java 17).
+./debezium.sh install >/dev/null
+command -v javac >/dev/null || { echo "setup.sh: the cut-over test needs Java 17 (java, javac)" >&2; exit 1; }
 # The container tests' images that do not depend on the build (the sluice image is made from
 # the binary under test by the tests themselves).
 ./docker.sh check

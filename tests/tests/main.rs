@@ -5,6 +5,7 @@ mod cli;
 mod cluster;
 mod connectors_dir;
 mod crash;
+mod cutover;
 mod distributed;
 mod docker;
 mod errors;

@@ -84,6 +84,8 @@ pub enum SnapshotState {
 pub struct StoredOffset {
     pub lsn: Lsn,
     pub lsn_commit: Option<Lsn>,
+    /// Debezium's last completely processed LSN (`lsn_proc`).
+    pub lsn_proc: Option<Lsn>,
     pub txn_seq: Option<u64>,
     pub tx_id: Option<i64>,
     pub snapshot: SnapshotState,
@@ -180,6 +182,7 @@ impl StoredOffset {
         Ok(Self {
             lsn,
             lsn_commit: lsn_of("lsn_commit")?,
+            lsn_proc: lsn_of("lsn_proc")?,
             txn_seq: offset.get("txn_seq").and_then(Json::as_u64),
             tx_id: offset.get("txId").and_then(Json::as_i64),
             snapshot_position: if snapshot == SnapshotState::InProgress { SnapshotPosition::parse(offset) } else { None },
@@ -194,19 +197,49 @@ impl StoredOffset {
 
     /// The changes already durable inside the transaction streaming resumes in.
     pub fn skip(&self) -> Option<Skip> {
-        match (self.lsn_commit, self.txn_seq) {
-            (Some(commit_lsn), Some(seq)) => Some(Skip { commit_lsn, through_seq: seq }),
+        match (self.lsn_commit, self.txn_seq, self.lsn_proc) {
+            (Some(commit_lsn), Some(seq), _) => Some(Skip::seq(commit_lsn, seq)),
+            // Written by Debezium: `lsn_commit` is the end of the last transaction it finished
+            // (streaming resumes after it) and `lsn_proc` the last change it processed. When
+            // that change belongs to a transaction it did not finish, that transaction is the
+            // first one streamed, and its changes up to `lsn_proc` are skipped, as Debezium's
+            // own `WalPositionLocator` skips them on restart.
+            (Some(commit_lsn), None, Some(proc)) if proc != commit_lsn => {
+                Some(Skip { commit_lsn: None, through_seq: 0, through_lsn: Some(proc) })
+            }
             _ => None,
         }
     }
 }
 
-/// Changes of the transaction committing at `commit_lsn` with an ordinal up to
-/// `through_seq` were already handed out; drop them when they are resent.
+/// Changes of one transaction that were already handed out: dropped when it is resent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Skip {
-    pub commit_lsn: Lsn,
+    /// The transaction, by the commit LSN its BEGIN announces; `None` for "the first
+    /// transaction streamed", bound to it at its BEGIN ([`Skip::begin`]).
+    pub commit_lsn: Option<Lsn>,
+    /// sluice's offsets: the changes with an ordinal up to this one.
     pub through_seq: u64,
+    /// Debezium's offsets: the changes at or before its `lsn_proc`.
+    pub through_lsn: Option<Lsn>,
+}
+
+impl Skip {
+    /// After sluice's own record with ordinal `through_seq` in the transaction at `commit_lsn`.
+    pub fn seq(commit_lsn: Lsn, through_seq: u64) -> Self {
+        Self { commit_lsn: Some(commit_lsn), through_seq, through_lsn: None }
+    }
+
+    /// A BEGIN arrived: a skip meant for the first transaction streamed is now this one's.
+    pub fn begin(&mut self, final_lsn: Lsn) {
+        self.commit_lsn.get_or_insert(final_lsn);
+    }
+
+    /// Whether the change with ordinal `seq` at `lsn` of the transaction committing at
+    /// `commit_lsn` is durable already.
+    pub fn covers(&self, commit_lsn: Lsn, seq: u64, lsn: Lsn) -> bool {
+        self.commit_lsn == Some(commit_lsn) && (seq <= self.through_seq || self.through_lsn.is_some_and(|p| lsn <= p))
+    }
 }
 
 pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool, position: Option<&SnapshotPosition>) -> SourceOffset {
@@ -385,10 +418,33 @@ mod tests {
     }
 
     #[test]
+    fn a_debezium_offset_resumes_after_its_last_processed_change() {
+        // Debezium finished the transaction ending at 400 and processed a change at 300 of the
+        // next one (which began before 400 committed).
+        let written = json!({"transaction_id": null, "lsn_proc": 300, "messageType": "UPDATE", "lsn_commit": 400, "lsn": 300, "txId": 7, "ts_usec": 1});
+        let o = StoredOffset::parse(written.as_object().unwrap()).unwrap();
+        assert_eq!(o.resume_lsn(), Lsn(400));
+        let mut skip = o.skip().expect("a Debezium offset inside a transaction skips what it processed");
+        skip.begin(Lsn(450));
+        assert!(skip.covers(Lsn(450), 1, Lsn(250)));
+        assert!(skip.covers(Lsn(450), 3, Lsn(300)));
+        assert!(!skip.covers(Lsn(450), 4, Lsn(310)), "a change after lsn_proc is sent");
+        skip.begin(Lsn(600));
+        assert!(!skip.covers(Lsn(600), 1, Lsn(100)), "a later transaction is sent whole");
+        // After a whole transaction (lsn_proc = lsn_commit) nothing streamed was processed.
+        let done = json!({"lsn_proc": 400, "lsn_commit": 400, "lsn": 400, "txId": 7, "ts_usec": 1});
+        assert_eq!(StoredOffset::parse(done.as_object().unwrap()).unwrap().skip(), None);
+        // sluice's own ordinal wins where both are written.
+        let ours = StoredOffset::parse(&change_offset(Lsn(10), Lsn(20), 7, 1, 3)).unwrap();
+        assert_eq!(ours.skip(), Some(Skip::seq(Lsn(20), 3)));
+        assert!(!ours.skip().unwrap().covers(Lsn(20), 4, Lsn(10)));
+    }
+
+    #[test]
     fn offsets_round_trip() {
         let o = StoredOffset::parse(&change_offset(Lsn(10), Lsn(20), 7, 1, 3)).unwrap();
         assert_eq!(o.resume_lsn(), Lsn(20));
-        assert_eq!(o.skip(), Some(Skip { commit_lsn: Lsn(20), through_seq: 3 }));
+        assert_eq!(o.skip(), Some(Skip::seq(Lsn(20), 3)));
         assert_eq!(o.snapshot, SnapshotState::None);
         let s = StoredOffset::parse(&snapshot_offset(Lsn(5), Some(1), 1, false, None)).unwrap();
         assert_eq!((s.snapshot, s.resume_lsn(), s.skip(), s.snapshot_position), (SnapshotState::InProgress, Lsn(5), None, None));

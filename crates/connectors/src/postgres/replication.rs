@@ -272,7 +272,10 @@ impl Stream {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
                     let ts_usec = commit_time_micros + PG_EPOCH_OFFSET_MICROS;
                     // A transaction resent after a restart inside it had its BEGIN durable.
-                    let resent = self.skip.is_some_and(|s| s.commit_lsn == final_lsn);
+                    if let Some(skip) = self.skip.as_mut() {
+                        skip.begin(final_lsn);
+                    }
+                    let resent = self.skip.is_some_and(|s| s.commit_lsn == Some(final_lsn));
                     let counts = ctx.cfg.transaction_topic.as_ref().map(|_| TxCounts::new(xid, ts_usec.div_euclid(1000), !resent));
                     self.txn = Some(Txn { xid, commit_lsn: final_lsn, ts_usec, seq: 0, counts });
                     self.last_begin_ts_usec = Some(ts_usec);
@@ -290,7 +293,7 @@ impl Stream {
                         *handed = Handed { resume: end_lsn, skip: None, last_commit: Some(lsn) };
                     }
                     self.txn = None;
-                    if self.skip.is_some_and(|s| s.commit_lsn <= lsn) {
+                    if self.skip.is_some_and(|s| s.commit_lsn.is_some_and(|c| c <= lsn)) {
                         self.skip = None;
                     }
                 }
@@ -407,12 +410,12 @@ impl Stream {
         let txn = self.txn.as_mut().ok_or_else(|| ConnectError::fatal("row change outside a transaction in the replication stream"))?;
         txn.seq += 1;
         let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
-        let durable_already = self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq);
+        let durable_already = self.skip.is_some_and(|s| s.covers(commit_lsn, seq, lsn));
         if let (Some(topic), Some(counts)) = (&ctx.cfg.transaction_topic, txn.counts.as_mut()) {
             if counts.begin_pending {
                 counts.begin_pending = false;
                 out.push(topic.begin(counts, lsn, ctx.partition, change_offset(lsn, commit_lsn, i64::from(xid), ts_usec, 0)));
-                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: 0 }), last_commit: handed.last_commit };
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip::seq(commit_lsn, 0)), last_commit: handed.last_commit };
             }
         } else if durable_already {
             return Ok(());
@@ -536,7 +539,7 @@ impl Stream {
             out.extend(reads);
         }
         // Even a change that produced no record is processed: a reconnect skips it too.
-        *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }), last_commit: handed.last_commit };
+        *handed = Handed { resume: commit_lsn, skip: Some(Skip::seq(commit_lsn, seq)), last_commit: handed.last_commit };
         Ok(())
     }
 }
@@ -580,7 +583,7 @@ impl Stream {
             Some(txn) => {
                 txn.seq += 1;
                 let (seq, commit_lsn, xid, ts_usec) = (txn.seq, txn.commit_lsn, txn.xid, txn.ts_usec);
-                let durable_already = self.skip.is_some_and(|s| s.commit_lsn == commit_lsn && seq <= s.through_seq);
+                let durable_already = self.skip.is_some_and(|s| s.covers(commit_lsn, seq, lsn));
                 let first = out.len();
                 if wanted {
                     if let (Some(tx_topic), Some(counts)) = (&cfg.transaction_topic, txn.counts.as_mut()) {
@@ -607,7 +610,7 @@ impl Stream {
                         self.tail = Some(Tail { lsn, commit_lsn, xid, ts_usec, seq });
                     }
                 }
-                *handed = Handed { resume: commit_lsn, skip: Some(Skip { commit_lsn, through_seq: seq }), last_commit: handed.last_commit };
+                *handed = Handed { resume: commit_lsn, skip: Some(Skip::seq(commit_lsn, seq)), last_commit: handed.last_commit };
             }
             // A filtered one is passed over, as Debezium's decoder drops it: nothing moves.
             None if !wanted => {}
