@@ -315,7 +315,9 @@ fn three_workers_take_over(protocol: Option<&str>) {
     f.write_all((0..TOTAL / 2).map(|i| format!("line-{i:06}\n")).collect::<String>().as_bytes()).unwrap();
     eventually(Duration::from_secs(30), "the first half in the output", || read_lines(&output).len() >= TOTAL / 2);
 
-    // The worker running the source stops (SIGTERM: LeaveGroup); the others take over.
+    // The worker running the source stops (SIGTERM: LeaveGroup); the others take over. It
+    // stops between rounds (see `wait_quiet`).
+    wait_quiet(&workers, Duration::from_secs(3));
     let src_owner = workers[0].get("/connectors/src/status").1["tasks"][0]["worker_id"].as_str().unwrap().to_owned();
     let victim = workers.iter().position(|w| format!("127.0.0.1:{}", w.port) == src_owner).expect("the source runs on one of the workers");
     let stopped = Instant::now();
@@ -564,12 +566,15 @@ fn a_sigkilled_workers_tasks_move_to_the_survivors_after_the_scheduled_delay() {
                 .iter()
                 .map(|w| {
                     let out = sluice_tests::strip_ansi(&w.output());
-                    let lines: Vec<&str> =
-                        out.lines().filter(|l| l.contains("group::") || l.contains("cooperative")).collect();
+                    let lines: Vec<&str> = out.lines().filter(|l| l.contains("group::") || l.contains("cooperative")).collect();
                     format!("--- 127.0.0.1:{} ---\n{}", w.port, lines[lines.len().saturating_sub(25)..].join("\n"))
                 })
                 .collect();
-            panic!("the lost work did not move when the delay expired (it moved {:?} after the expiry)\n{}", expired.elapsed(), rounds.join("\n"));
+            panic!(
+                "the lost work did not move when the delay expired (it moved {:?} after the expiry)\n{}",
+                expired.elapsed(),
+                rounds.join("\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -629,7 +634,8 @@ fn a_cluster_scoped_log_level_reaches_every_worker() {
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let props = cluster_props_on(&broker.bootstrap, "log");
-    let workers: Vec<Worker> = (0..2).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
+    let workers: Vec<Worker> =
+        (0..2).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
     for w in &workers {
         assert_eq!(w.get("/admin/loggers/sluice_runtime").1["level"], "INFO");
     }
@@ -643,7 +649,11 @@ fn a_cluster_scoped_log_level_reaches_every_worker() {
     assert_eq!(code, 404, "{body}");
     let late = Worker::launch(&dir.path().join("w2"), Launch::Distributed { props: props.clone() });
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(late.get("/admin/loggers/sluice_runtime").1["level"], "INFO", "a level written before a worker started is not applied to it");
+    assert_eq!(
+        late.get("/admin/loggers/sluice_runtime").1["level"],
+        "INFO",
+        "a level written before a worker started is not applied to it"
+    );
     assert!(workers[1].output().contains("cluster-wide log level applied"), "{}", workers[1].output());
 }
 
@@ -656,12 +666,17 @@ fn fifty_creates_in_a_row_on_three_workers_are_never_refused() {
     let dir = tempfile::tempdir().unwrap();
     let broker = KafkaBroker::start(&dir.path().join("broker"));
     let props = cluster_props_on(&broker.bootstrap, "many");
-    let workers: Vec<Worker> = (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
+    let workers: Vec<Worker> =
+        (0..3).map(|i| Worker::launch(&dir.path().join(format!("w{i}")), Launch::Distributed { props: props.clone() })).collect();
     // The group has formed once: every worker knows its leader.
     for w in &workers {
         w.wait_for("/connectors", Duration::from_secs(30), |code, _| code == 200);
     }
-    let (code, body) = post_settled(&workers[0], "/connectors", &json!({"name": "first", "config": {"connector.class": "FileStreamSink", "file": dir.path().join("first.txt").to_str().unwrap(), "topics": "many"}}));
+    let (code, body) = post_settled(
+        &workers[0],
+        "/connectors",
+        &json!({"name": "first", "config": {"connector.class": "FileStreamSink", "file": dir.path().join("first.txt").to_str().unwrap(), "topics": "many"}}),
+    );
     assert_eq!(code, 201, "{body}");
     let started = Instant::now();
     let mut refused = Vec::new();

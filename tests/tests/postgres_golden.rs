@@ -1,8 +1,11 @@
 //! The Postgres source against the recording of a real Debezium 3.6.3 connector
 //! (`tests/golden/postgres/`, see its README): the same `fixture.sql`, snapshot then stream,
-//! through the real binary and Connect's JsonConverter without schemas, in every recorded
-//! mode; every record compared, topic by topic, with the machine-dependent values (times,
-//! LSNs, transaction ids, `source.version`) set aside. Headers are not compared.
+//! through the real binary and Connect's JsonConverter, in every recorded mode. Without
+//! schemas every record is compared, topic by topic, with the machine-dependent values (times,
+//! LSNs, transaction ids, `source.version`) set aside; with schemas (a second connector on its
+//! own slot, its topics renamed by `RegexRouter`) each topic's key and value schema is compared
+//! as it is in every mode, and in `default/`, where every record was recorded with schemas,
+//! every record too. Headers are not compared.
 //!
 //! Known differences, each documented in docs/compatibility.md, are listed in [`KNOWN`]; any
 //! other difference fails the test with the records side by side.
@@ -93,6 +96,20 @@ fn differences(a: &Json, b: &Json, path: &str, out: &mut Vec<String>) {
     }
 }
 
+/// A record as compared: with schemas on, `key` and `value` are the payloads and `schemas`
+/// holds the key's and the value's schema (compared as they are); with schemas off,
+/// `schemas` is null on both sides.
+fn comparable(record: Json) -> Json {
+    let with_schemas = |v: &Json| v.is_object() && v.get("schema").is_some() && v.get("payload").is_some();
+    if !with_schemas(&record["key"]) {
+        return json!({"key": record["key"], "value": record["value"], "schemas": null});
+    }
+    json!({
+        "key": record["key"]["payload"], "value": record["value"]["payload"],
+        "schemas": {"key": record["key"]["schema"], "value": record["value"]["schema"]},
+    })
+}
+
 /// Snapshot records (`op: "r"`) sorted by key, then every other record in its order.
 fn in_comparable_order(records: Vec<Json>) -> Vec<Json> {
     let (mut snapshot, rest): (Vec<Json>, Vec<Json>) = records.into_iter().partition(|r| r["value"]["op"] == "r");
@@ -129,53 +146,112 @@ fn every_record_matches_debeziums_recording_in_every_mode() {
         }
         let (code, body) = w.post("/connectors", &json!({"name": "golden", "config": config}));
         assert_eq!(code, 201, "{body}");
+        // The same connector with schemas on, on a slot of its own, its topics renamed
+        // `schemas.*` (the names inside the records come from `topic.prefix`, not the topic).
+        let mut with_schemas = config.clone();
+        for (k, v) in [
+            ("slot.name", format!("golden_slot_{n}s")),
+            ("publication.name", format!("golden_pub_{n}s")),
+            ("key.converter.schemas.enable", "true".to_owned()),
+            ("value.converter.schemas.enable", "true".to_owned()),
+            ("transforms", "route".to_owned()),
+            ("transforms.route.type", "org.apache.kafka.connect.transforms.RegexRouter".to_owned()),
+            ("transforms.route.regex", "golden\\.(.*)".to_owned()),
+            ("transforms.route.replacement", "schemas.$1".to_owned()),
+        ] {
+            with_schemas[k] = json!(v);
+        }
+        let (code, body) = w.post("/connectors", &json!({"name": "golden-schemas", "config": with_schemas}));
+        assert_eq!(code, 201, "{body}");
         // The snapshot is done when its last record is in the log: tables are read in name
         // order, so it is one of uuids'.
         eventually(Duration::from_secs(60), "the snapshot's last record", || {
             consume(&data, "golden.public.uuids").iter().any(|r| r["value"]["source"]["snapshot"] == "last")
+                && consume(&data, "schemas.public.uuids").iter().any(|r| r["value"]["payload"]["source"]["snapshot"] == "last")
         });
         psql_file(&pg, true);
         eventually(Duration::from_secs(60), "the end message", || {
             consume(&data, "golden.message").iter().any(|r| r["key"]["prefix"] == "golden-end")
+                && consume(&data, "schemas.message").iter().any(|r| r["key"]["payload"]["prefix"] == "golden-end")
         });
 
         let mut compared = 0;
-        for entry in std::fs::read_dir(golden_dir().join(mode).join("noschemas")).unwrap() {
-            let entry = entry.unwrap();
-            let topic = entry.file_name().to_string_lossy().trim_end_matches(".jsonl").to_owned();
-            let expected: Vec<Json> =
-                std::fs::read_to_string(entry.path()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-            let got: Vec<Json> = consume(&data, &topic).into_iter().filter(|r| r["key"]["prefix"] != "golden-end").collect();
-            if got.len() != expected.len() {
-                unexplained.push(format!("{mode} {topic}: {} records, Debezium wrote {}", got.len(), expected.len()));
-                continue;
+        // Every record without schemas; with schemas, every record where that was recorded
+        // (`default/`), and in every mode each topic's key and value schemas.
+        let flavours: &[(&str, &str)] = if golden_dir().join(mode).join("schemas").is_dir() {
+            &[("noschemas", "golden"), ("schemas", "schemas")]
+        } else {
+            &[("noschemas", "golden")]
+        };
+        let recorded = std::fs::read_to_string(golden_dir().join(mode).join("schemas.jsonl")).unwrap();
+        for line in recorded.lines() {
+            let r: Json = serde_json::from_str(line).unwrap();
+            let topic = r["topic"].as_str().unwrap();
+            let ours = consume(&data, &format!("schemas{}", topic.trim_start_matches("golden")));
+            let mut seen: Vec<(Json, Json)> = Vec::new();
+            for rec in ours.iter().filter(|rec| !rec["value"].is_null()) {
+                let pair = (rec["key"]["schema"].clone(), rec["value"]["schema"].clone());
+                if !seen.contains(&pair) {
+                    seen.push(pair);
+                }
             }
-            // Snapshot records by key (sluice reads a table in key order so that it can resume;
-            // Debezium in the table's physical order), then the streamed ones in order.
-            let (got, expected) = (in_comparable_order(got), in_comparable_order(expected));
-            for (g, e) in got.iter().zip(&expected) {
-                compared += 1;
-                if g["key"] != e["key"] {
-                    unexplained.push(format!("{mode} {topic}: key {} where Debezium wrote {}", g["key"], e["key"]));
+            compared += 1;
+            if seen != [(r["key_schema"].clone(), r["value_schema"].clone())] {
+                let mut diffs = Vec::new();
+                for (k, v) in &seen {
+                    differences(k, &r["key_schema"], "key_schema", &mut diffs);
+                    differences(v, &r["value_schema"], "value_schema", &mut diffs);
+                }
+                unexplained.push(format!("{mode} {topic}: {} distinct schemas, differing at {diffs:?}", seen.len()));
+            }
+        }
+        for (flavour, prefix) in flavours.iter().copied() {
+            for entry in std::fs::read_dir(golden_dir().join(mode).join(flavour)).unwrap() {
+                let entry = entry.unwrap();
+                let topic = entry.file_name().to_string_lossy().trim_end_matches(".jsonl").to_owned();
+                let ours = format!("{prefix}{}", topic.trim_start_matches("golden"));
+                let expected: Vec<Json> =
+                    std::fs::read_to_string(entry.path()).unwrap().lines().map(|l| comparable(serde_json::from_str(l).unwrap())).collect();
+                let got: Vec<Json> =
+                    consume(&data, &ours).into_iter().map(comparable).filter(|r| r["key"]["prefix"] != "golden-end").collect();
+                let what = format!("{mode} {flavour} {topic}");
+                if got.len() != expected.len() {
+                    unexplained.push(format!("{what}: {} records, Debezium wrote {}", got.len(), expected.len()));
                     continue;
                 }
-                let op = e["value"]["op"].as_str().unwrap_or("tombstone");
-                let mut diffs = Vec::new();
-                differences(&normalised(g["value"].clone()), &normalised(e["value"].clone()), "", &mut diffs);
-                let unknown: Vec<&String> = diffs.iter().filter(|p| !known(&topic, op, p)).collect();
-                if !unknown.is_empty() {
-                    let pick = |v: &Json, p: &str| p.split('.').fold(v.clone(), |v, k| v[k].clone());
-                    let detail: Vec<String> =
-                        unknown.iter().map(|p| format!("{p}: {} vs Debezium {}", pick(&g["value"], p), pick(&e["value"], p))).collect();
-                    unexplained.push(format!("{mode} {topic} key {} op {op}: {}", e["key"], detail.join("; ")));
+                // Snapshot records by key (sluice reads a table in key order so that it can
+                // resume; Debezium in the table's physical order), then the streamed ones in order.
+                let (got, expected) = (in_comparable_order(got), in_comparable_order(expected));
+                for (g, e) in got.iter().zip(&expected) {
+                    compared += 1;
+                    if g["key"] != e["key"] {
+                        unexplained.push(format!("{what}: key {} where Debezium wrote {}", g["key"], e["key"]));
+                        continue;
+                    }
+                    let op = e["value"]["op"].as_str().unwrap_or("tombstone");
+                    let mut diffs = Vec::new();
+                    differences(&g["schemas"], &e["schemas"], "schemas", &mut diffs);
+                    differences(&normalised(g["value"].clone()), &normalised(e["value"].clone()), "", &mut diffs);
+                    let unknown: Vec<&String> = diffs.iter().filter(|p| !known(&topic, op, p)).collect();
+                    if !unknown.is_empty() {
+                        // Schema paths start at the record, value paths at the value.
+                        let pick = |r: &Json, p: &str| {
+                            let from = if p.starts_with("schemas") { r.clone() } else { r["value"].clone() };
+                            p.split('.').fold(from, |v, k| v[k].clone())
+                        };
+                        let detail: Vec<String> =
+                            unknown.iter().map(|p| format!("{p}: {} vs Debezium {}", pick(g, p), pick(e, p))).collect();
+                        unexplained.push(format!("{what} key {} op {op}: {}", e["key"], detail.join("; ")));
+                    }
                 }
             }
         }
-        assert!(compared > 200, "{mode}: only {compared} records compared");
+        assert!(compared > flavours.len() * 200, "{mode}: only {compared} records compared");
         let _ = w.delete("/connectors/golden");
+        let _ = w.delete("/connectors/golden-schemas");
         eprintln!("{mode}: {compared} records compared, {} unexplained differences so far", unexplained.len());
         let deadline = Instant::now() + Duration::from_secs(30);
-        while pg.sql(&format!("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'golden_slot_{n}' AND active")) != "0" {
+        while pg.sql(&format!("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'golden_slot_{n}%' AND active")) != "0" {
             assert!(Instant::now() < deadline, "the slot of {mode} is still active");
             std::thread::sleep(Duration::from_millis(200));
         }
