@@ -30,6 +30,7 @@ mod rest_golden;
 mod s3;
 mod secrets;
 mod slot_guard;
+mod snapshot_modes;
 mod tls;
 mod topic_creation;
 mod transforms;
