@@ -187,6 +187,27 @@ pub async fn tables(client: &Client, filter: &TableFilter) -> ConnectResult<Vec<
     Ok(rows.iter().map(|r| TableId { schema: r.get(0), table: r.get(1) }).filter(|t| filter.includes(&t.schema, &t.table)).collect())
 }
 
+/// The partitions of the included partitioned tables that the filter leaves out, as
+/// `(root, partition)`. Without `publish.via.partition.root` their changes arrive under the
+/// partitions' names, so these are not captured after the snapshot.
+pub async fn partitions_left_out(client: &Client, included: &[TableId], filter: &TableFilter) -> ConnectResult<Vec<(TableId, TableId)>> {
+    let rows = client
+        .query(
+            "SELECT rn.nspname::text, r.relname::text, pn.nspname::text, p.relname::text \
+             FROM pg_inherits i JOIN pg_class r ON r.oid = i.inhparent JOIN pg_namespace rn ON rn.oid = r.relnamespace \
+             JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_namespace pn ON pn.oid = p.relnamespace \
+             WHERE r.relkind = 'p' ORDER BY 1, 2, 3, 4",
+            &[],
+        )
+        .await
+        .map_err(|e| query_error("listing partitions", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| (TableId { schema: r.get(0), table: r.get(1) }, TableId { schema: r.get(2), table: r.get(3) }))
+        .filter(|(root, part)| included.contains(root) && !filter.includes(&part.schema, &part.table))
+        .collect())
+}
+
 /// Creates or updates the publication as `publication.autocreate.mode` says.
 pub async fn ensure_publication(client: &Client, cfg: &PostgresConfig, included: &[TableId]) -> ConnectResult<()> {
     let name = &cfg.publication_name;
@@ -196,6 +217,7 @@ pub async fn ensure_publication(client: &Client, cfg: &PostgresConfig, included:
         .map_err(|e| query_error("reading pg_publication", e))?
         .is_empty();
     let tables = || included.iter().map(TableId::quoted).collect::<Vec<_>>().join(", ");
+    let with_root = if cfg.publish_via_partition_root { " WITH (publish_via_partition_root = true)" } else { "" };
     let sql = match (cfg.autocreate, exists) {
         (AutocreateMode::Disabled, false) => {
             return Err(ConnectError::fatal(format!(
@@ -204,12 +226,18 @@ pub async fn ensure_publication(client: &Client, cfg: &PostgresConfig, included:
             )))
         }
         (AutocreateMode::Disabled, true) | (AutocreateMode::AllTables, true) => return Ok(()),
-        (AutocreateMode::AllTables, false) => format!("CREATE PUBLICATION {} FOR ALL TABLES", quote_ident(name)),
+        (AutocreateMode::AllTables, false) => format!("CREATE PUBLICATION {} FOR ALL TABLES{}", quote_ident(name), with_root),
         (AutocreateMode::Filtered, _) if included.is_empty() => {
             return Err(ConnectError::config(config::TABLE_INCLUDE_LIST, "publication.autocreate.mode=filtered but no table matches the include/exclude lists"))
         }
-        (AutocreateMode::Filtered, false) => format!("CREATE PUBLICATION {} FOR TABLE {}", quote_ident(name), tables()),
-        (AutocreateMode::Filtered, true) => format!("ALTER PUBLICATION {} SET TABLE {}", quote_ident(name), tables()),
+        (AutocreateMode::Filtered, false) => format!("CREATE PUBLICATION {} FOR TABLE {}{}", quote_ident(name), tables(), with_root),
+        // A publication the connector manages follows its configuration, this key included.
+        (AutocreateMode::Filtered, true) => format!(
+            "ALTER PUBLICATION {0} SET TABLE {1}; ALTER PUBLICATION {0} SET (publish_via_partition_root = {2})",
+            quote_ident(name),
+            tables(),
+            cfg.publish_via_partition_root
+        ),
     };
     tracing::info!(publication = %name, %sql, "setting up publication");
     client.batch_execute(&sql).await.map_err(|e| query_error(&format!("creating publication {name}"), e))

@@ -372,7 +372,7 @@ pub fn def() -> ConfigDef {
                 .default_value("10000")
                 .validator(Validator::AtLeast(0)),
         )
-        .define(ConfigKey::new(PUBLISH_VIA_PARTITION_ROOT, ConfigType::Boolean, Importance::Low, "Only false in this version: each partition of a partitioned table is captured as a table of its own.").default_value("false"))
+        .define(ConfigKey::new(PUBLISH_VIA_PARTITION_ROOT, ConfigType::Boolean, Importance::Low, "true: the publication publishes the changes of a partitioned table's partitions under the root table's identity, so they reach the root's topic (publish_via_partition_root); false: under each partition's own.").default_value("false"))
         .define(ConfigKey::new(SIGNAL_DATA_COLLECTION, ConfigType::String, Importance::Low, "The signal table (schema.table, with columns id, type and data) whose inserts, read from the replication stream, are signals.").default_value(""))
         .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from; this version supports source (the signal table) only.").default_value("source"))
         .define(
@@ -420,6 +420,8 @@ pub struct PostgresConfig {
     pub slot_drop_on_stop: bool,
     pub publication_name: String,
     pub autocreate: AutocreateMode,
+    /// `publish.via.partition.root`: the publication's `publish_via_partition_root`.
+    pub publish_via_partition_root: bool,
     pub filter: TableFilter,
     pub snapshot_mode: SnapshotMode,
     pub snapshot_fetch_size: usize,
@@ -494,14 +496,6 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     }
     if value(SNAPSHOT_LOCKING_MODE).as_deref() == Some("custom") {
         refuse(SNAPSHOT_LOCKING_MODE, "snapshot.locking.mode=custom loads a Java class, which sluice cannot; use none or shared".to_owned());
-    }
-    if value(PUBLISH_VIA_PARTITION_ROOT).as_deref() == Some("true") {
-        refuse(
-            PUBLISH_VIA_PARTITION_ROOT,
-            "publish.via.partition.root=true is not supported yet: each partition is captured as a table of its own, on a topic \
-             of its own; route the partitions' topics into one with the RegexRouter transform"
-                .to_owned(),
-        );
     }
     if props.contains_key(SNAPSHOT_SELECT_STATEMENT_OVERRIDES) || props.keys().any(|k| k.starts_with("snapshot.select.statement.overrides.")) {
         refuse(
@@ -616,6 +610,7 @@ impl PostgresConfig {
             slot_name: c.string(SLOT_NAME).unwrap_or_default(),
             slot_drop_on_stop: c.boolean(SLOT_DROP_ON_STOP),
             publication_name: c.string(PUBLICATION_NAME).unwrap_or_default(),
+            publish_via_partition_root: c.boolean(PUBLISH_VIA_PARTITION_ROOT),
             autocreate: match lower(PUBLICATION_AUTOCREATE_MODE).as_str() {
                 "disabled" => AutocreateMode::Disabled,
                 "filtered" => AutocreateMode::Filtered,
@@ -912,6 +907,8 @@ mod tests {
             ("publish.via.partition.root", "false"),
         ]))
         .unwrap();
+        assert!(!c.publish_via_partition_root);
+        assert!(PostgresConfig::parse(&props(&[("publish.via.partition.root", "true")])).unwrap().publish_via_partition_root);
         assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), ("hb", Some(2500)));
         let c = PostgresConfig::parse(&props(&[("topic.naming.strategy", TOPIC_NAMING_STRATEGIES[0]), ("snapshot.locking.mode", "none")])).unwrap();
         assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), (DEFAULT_HEARTBEAT_PREFIX, None));
@@ -922,7 +919,6 @@ mod tests {
             ("field.name.adjustment.mode", "avro_unicode", "set none"),
             ("snapshot.locking.mode", "custom", "none or shared"),
             ("snapshot.locking.mode", "exclusive", "snapshot.locking.mode"),
-            ("publish.via.partition.root", "true", "RegexRouter"),
             ("snapshot.select.statement.overrides", "public.t", "additional-conditions"),
             ("converters", "isbn", "Cast"),
             ("post.processors", "reselector", "transforms"),

@@ -89,6 +89,18 @@ impl Running {
             published.push(signal.clone());
         }
         catalog::ensure_publication(&catalog, &cfg, &published).await?;
+        if !cfg.publish_via_partition_root {
+            let left_out = catalog::partitions_left_out(&catalog, &tables, &cfg.filter).await?;
+            if !left_out.is_empty() {
+                let names: Vec<String> = left_out.iter().map(|(root, part)| format!("{part} (of {root})")).collect();
+                tracing::warn!(
+                    partitions = %names.join(", "),
+                    "partitions whose changes are not captured: with publish.via.partition.root=false a partition's changes arrive \
+                     under its own name, which table.include.list does not include; set publish.via.partition.root=true (changes on \
+                     the root's topic) or include the partitions"
+                );
+            }
+        }
         let slot = catalog::slot(&catalog, &cfg.slot_name).await?;
         if let Some(s) = &slot {
             if s.plugin != "pgoutput" || s.database != cfg.dbname {
