@@ -33,6 +33,7 @@ use serde_json::{json, Value as Json};
 use sluice_api::{ConnectResult, SchemaRef, SourceOffset, SourcePartition, SourceRecord};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+use super::java_keys;
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
 use super::config::PostgresConfig;
 use super::decode::Datum;
@@ -195,7 +196,23 @@ impl Incremental {
     pub fn restore(cfg: &PostgresConfig, offset: Option<&SourceOffset>) -> Self {
         let mut s = Self { chunk_size: cfg.incremental_chunk_size.max(1), ..Self::default() };
         let Some(o) = offset else { return s };
-        let keys = |field: &str| -> Option<Vec<String>> { serde_json::from_str(o.get(field)?.as_str()?).ok() };
+        // sluice writes a key as the JSON array of its columns' text forms; Debezium as the hex of
+        // a Java-serialized Object[] (read by `java_keys`), so an offset moves over mid-snapshot.
+        let keys = |field: &str| -> Option<Vec<String>> {
+            let text = o.get(field)?.as_str()?;
+            if !java_keys::is_debezium_form(text) {
+                return serde_json::from_str(text).ok();
+            }
+            let key = java_keys::chunk_key(text);
+            if key.is_none() {
+                tracing::warn!(
+                    field,
+                    "a chunk key in Debezium's form holds a value of a type sluice does not read; the table's incremental snapshot \
+                     goes on from its first row (rows are sent again, none is lost)"
+                );
+            }
+            key
+        };
         if let Some(list) = o.get(COLLECTIONS).and_then(Json::as_str).and_then(|t| serde_json::from_str::<Vec<Json>>(t).ok()) {
             for c in &list {
                 let Some((schema, table)) =
@@ -629,6 +646,30 @@ mod tests {
         s.window = None;
         s.paused = true;
         assert!(!s.wants_chunk());
+    }
+
+    /// An offset Debezium 3.6.3 wrote in the middle of an incremental snapshot: the table
+    /// list as JSON text, the keys as hex of Java-serialized arrays (last key [5], largest
+    /// key [9000000000]; see `java_keys`).
+    #[test]
+    fn restores_an_incremental_snapshot_from_debeziums_offset() {
+        let props: sluice_api::Props = [("database.hostname", "h"), ("database.user", "u"), ("database.dbname", "d"), ("topic.prefix", "p")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let cfg = PostgresConfig::parse(&props).unwrap();
+        let mut offset = json!({"lsn": 100, "txId": 7, "ts_usec": 1});
+        offset[COLLECTIONS] = json!(r#"[{"incremental_snapshot_collections_id":"public.items","incremental_snapshot_collections_additional_condition":null,"incremental_snapshot_collections_surrogate_key":null}]"#);
+        offset[PRIMARY_KEY] = json!("aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200116a6176612e6c616e672e496e746567657212e2a0a4f781873802000149000576616c7565787200106a6176612e6c616e672e4e756d62657286ac951d0b94e08b020000787000000005");
+        offset[MAXIMUM_KEY] = json!("aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c0200007870000000017372000e6a6176612e6c616e672e4c6f6e673b8be490cc8f23df0200014a000576616c7565787200106a6176612e6c616e672e4e756d62657286ac951d0b94e08b02000078700000000218711a00");
+        let s = Incremental::restore(&cfg, offset.as_object());
+        assert_eq!(s.collections, [TableId { schema: "public".into(), table: "items".into() }]);
+        assert_eq!((s.last_key, s.max_key), (Some(vec!["5".to_owned()]), Some(vec!["9000000000".to_owned()])));
+        // A key of a type not read: the table goes on from its first row.
+        let mut unreadable = offset.clone();
+        unreadable[PRIMARY_KEY] = json!("aced0005ff");
+        let s = Incremental::restore(&cfg, unreadable.as_object());
+        assert_eq!((s.collections.len(), s.last_key), (1, None));
     }
 
     fn signal(kind: &str, data: &str) -> Signal {

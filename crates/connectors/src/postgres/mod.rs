@@ -78,6 +78,7 @@ mod geometry;
 mod heartbeat;
 mod incremental;
 mod interval;
+mod java_keys;
 mod mapping;
 mod message;
 mod metrics;
