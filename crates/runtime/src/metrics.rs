@@ -164,6 +164,17 @@ impl TaskMetrics {
         }
     }
 
+    /// A sink task's lag per partition (the `sluice_sink_task_lag_records` gauges); empty for
+    /// a source task or before the first offset commit.
+    pub fn partition_lags(&self) -> Vec<f64> {
+        self.gauges.snapshot().into_iter().filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY).map(|(_, v)| v.value).collect()
+    }
+
+    /// The task's total lag over its partitions (`None` when it reports none).
+    pub fn total_lag(&self) -> Option<f64> {
+        self.partition_lags().into_iter().reduce(|a, b| a + b)
+    }
+
     pub fn busy_ratio(&self) -> f64 {
         let wall = self.started.elapsed().as_nanos() as f64;
         if wall <= 0.0 {
@@ -504,7 +515,7 @@ pub fn render(metrics: &Metrics, view: &WorkerView) -> String {
             p.add(s("put-batch-avg-time-ms"), "gauge", "The average time taken by this task to put a batch of sinks records.", &labels, m.call_avg_ms());
             p.add(s("put-batch-max-time-ms"), "gauge", "The maximum time taken by this task to put a batch of sinks records.", &labels, g(&m.call_max_nanos) / 1e6);
             p.add(s("partition-count"), "gauge", "The number of topic partitions assigned to this task belonging to the named sink connector in this worker.", &labels, g(&m.partition_count));
-            let lag_max = m.gauges.snapshot().into_iter().filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY).map(|(_, v)| v.value).fold(0.0, f64::max);
+            let lag_max = m.partition_lags().into_iter().fold(0.0, f64::max);
             p.add(s("sink-record-lag-max"), "gauge", "The maximum lag in terms of number of records that the sink task is behind the consumer's position for any topic partitions.", &labels, lag_max);
         }
         let e = |name: &str| connect_name(n, "task-error", name);

@@ -174,6 +174,18 @@ pub async fn drop_slot(client: &Client, name: &str) -> ConnectResult<()> {
     Ok(())
 }
 
+/// Drops the slot (when it exists) once its walsender has let it go, which happens shortly
+/// after the replication session ends; waits up to 5 s for that.
+pub async fn drop_slot_when_released(client: &Client, name: &str) -> ConnectResult<()> {
+    for _ in 0..50 {
+        match slot(client, name).await? {
+            Some(s) if s.active => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            _ => break,
+        }
+    }
+    drop_slot(client, name).await
+}
+
 /// Ordinary and partitioned tables the filter includes, sorted by name.
 pub async fn tables(client: &Client, filter: &TableFilter) -> ConnectResult<Vec<TableId>> {
     let rows = client

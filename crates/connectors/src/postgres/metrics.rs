@@ -33,12 +33,17 @@ impl DebeziumMetrics {
         Self { gauges, name: topic_prefix.to_owned(), snapshot_started: None, last_event: None }
     }
 
+    /// The labels Debezium's JMX exporter rules give its MBean attributes.
+    fn labels<'a>(&'a self, context: &'a str) -> [(&'static str, &'a str); 3] {
+        [("plugin", "postgres"), ("name", &self.name), ("context", context)]
+    }
+
     fn set(&self, family: &'static str, context: &str, value: f64) {
-        self.gauges.set(family, PREFIX_HELP, &[("plugin", "postgres"), ("name", &self.name), ("context", context)], value);
+        self.gauges.set(family, PREFIX_HELP, &self.labels(context), value);
     }
 
     fn add(&self, family: &'static str, context: &str, delta: f64) {
-        self.gauges.add(family, PREFIX_HELP, &[("plugin", "postgres"), ("name", &self.name), ("context", context)], delta);
+        self.gauges.add(family, PREFIX_HELP, &self.labels(context), delta);
     }
 
     pub fn snapshot_started(&mut self, tables: usize) {

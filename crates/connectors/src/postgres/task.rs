@@ -369,15 +369,7 @@ impl Running {
             s.close().await;
         }
         self.metrics.connected(false);
-        for _ in 0..50 {
-            match catalog::slot(&self.catalog, &self.cfg.slot_name).await? {
-                Some(s) if s.active => tokio::time::sleep(Duration::from_millis(100)).await,
-                _ => break,
-            }
-        }
-        if catalog::slot(&self.catalog, &self.cfg.slot_name).await?.is_some() {
-            catalog::drop_slot(&self.catalog, &self.cfg.slot_name).await?;
-        }
+        catalog::drop_slot_when_released(&self.catalog, &self.cfg.slot_name).await?;
         self.metrics.resnapshotted(&self.cfg.slot_name);
         let fresh = Running::plan(self.cfg.clone(), None, self.shutdown.clone(), self.metrics.gauges()).await?;
         *self = fresh;
@@ -446,14 +438,7 @@ impl SourceTask for PostgresSourceTask {
             r.phase = Phase::Done; // drops the export session and the snapshot transaction
         }
         if r.cfg.slot_drop_on_stop {
-            // The walsender releases the slot shortly after the session ends.
-            for _ in 0..50 {
-                match catalog::slot(&r.catalog, &r.cfg.slot_name).await? {
-                    Some(s) if s.active => tokio::time::sleep(Duration::from_millis(100)).await,
-                    _ => break,
-                }
-            }
-            catalog::drop_slot(&r.catalog, &r.cfg.slot_name).await?;
+            catalog::drop_slot_when_released(&r.catalog, &r.cfg.slot_name).await?;
         }
         Ok(())
     }

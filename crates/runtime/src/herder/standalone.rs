@@ -825,10 +825,7 @@ impl Herder for StandaloneHerder {
             .metrics
             .tasks()
             .into_iter()
-            .filter_map(|(id, m)| {
-                let lags = m.gauges.snapshot().into_iter().filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY).map(|(_, v)| v.value);
-                lags.reduce(|a, b| a + b).map(|l| (id, l))
-            })
+            .filter_map(|(id, m)| m.total_lag().map(|l| (id, l)))
             .collect()
     }
 
@@ -869,16 +866,7 @@ impl Herder for StandaloneHerder {
             .tasks()
             .into_iter()
             .filter(|(id, _)| id.connector == name)
-            .map(|(_, m)| {
-                let lag = m
-                    .gauges
-                    .snapshot()
-                    .into_iter()
-                    .filter(|(s, _)| s.family == crate::task::sink::LAG_FAMILY)
-                    .map(|(_, v)| v.value)
-                    .reduce(|a, b| a + b);
-                crate::scaling::TaskLoad { busy: m.busy_ratio(), lag }
-            })
+            .map(|(_, m)| crate::scaling::TaskLoad { busy: m.busy_ratio(), lag: m.total_lag() })
             .collect();
         Ok(crate::scaling::assess(crate::scaling::Inputs {
             name,
