@@ -27,10 +27,18 @@ fn stored_offset(data: &Path) -> Option<Json> {
     consume(data, "connect-offsets").into_iter().rev().find(|r| r["key"][0] == "pg").map(|r| r["value"].clone())
 }
 
-/// The first key column of the durable incremental snapshot position, while one runs.
+/// The (bigint) key of the durable incremental snapshot position, while one runs. The key is
+/// stored as Debezium stores it, the hex of a Java-serialized `Object[]`, which for one `Long`
+/// ends with the value's eight bytes; before the table's columns are read, as a JSON array of
+/// text forms.
 fn durable_incremental_key(data: &Path) -> Option<i64> {
     let o = stored_offset(data)?;
-    let keys: Vec<String> = serde_json::from_str(o["incremental_snapshot_primary_key"].as_str()?).ok()?;
+    let stored = o["incremental_snapshot_primary_key"].as_str()?;
+    if let Some(hex) = stored.strip_prefix("aced0005") {
+        assert!(hex.contains(&"java.lang.Long".bytes().map(|b| format!("{b:02x}")).collect::<String>()), "a Long key: {stored}");
+        return u64::from_str_radix(&hex[hex.len().checked_sub(16)?..], 16).ok().map(|v| v as i64);
+    }
+    let keys: Vec<String> = serde_json::from_str(stored).ok()?;
     keys.first()?.parse().ok()
 }
 

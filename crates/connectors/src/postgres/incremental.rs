@@ -37,8 +37,8 @@ use super::java_keys;
 use super::catalog::{self, quote_ident, quote_literal, TableId, TypeResolver};
 use super::config::PostgresConfig;
 use super::decode::Datum;
-use super::envelope::{now_ms, Row, SharedTable, SourceInfo, TableSchema};
-use super::mapping::Modes;
+use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
+use super::mapping::{Modes, PgType};
 
 pub const COLLECTIONS: &str = "incremental_snapshot_collections";
 pub const PRIMARY_KEY: &str = "incremental_snapshot_primary_key";
@@ -175,6 +175,10 @@ pub struct Incremental {
     max_key: Option<Vec<String>>,
     paused: bool,
     window: Option<Window>,
+    /// The JDBC classes of the current table's key columns, once its columns were read: keys
+    /// are then stored as Debezium stores them (`java_keys::encode`); before that, and for
+    /// key types `java_keys` does not write, as JSON arrays of text forms.
+    key_kinds: Option<Vec<java_keys::KeyKind>>,
 }
 
 #[derive(Clone)]
@@ -257,8 +261,12 @@ impl Incremental {
             })
             .collect();
         o.insert(COLLECTIONS.into(), json!(Json::Array(collections).to_string()));
-        o.insert(PRIMARY_KEY.into(), key.map_or(Json::Null, |k| json!(json!(k).to_string())));
-        o.insert(MAXIMUM_KEY.into(), self.max_key.as_ref().map_or(Json::Null, |k| json!(json!(k).to_string())));
+        let stored = |k: &Vec<String>| {
+            let debezium = self.key_kinds.as_deref().and_then(|kinds| java_keys::encode(k, kinds));
+            json!(debezium.unwrap_or_else(|| json!(k).to_string()))
+        };
+        o.insert(PRIMARY_KEY.into(), key.map_or(Json::Null, stored));
+        o.insert(MAXIMUM_KEY.into(), self.max_key.as_ref().map_or(Json::Null, stored));
     }
 
     /// Adds the incremental snapshot's progress to an offset that does not have it yet (a
@@ -342,6 +350,7 @@ impl Incremental {
                     self.window = None;
                     self.last_key = None;
                     self.max_key = None;
+                    self.key_kinds = None;
                 }
                 tracing::info!(signal = %signal.id, left = self.collections.len(), "incremental snapshot stopped");
             }
@@ -438,6 +447,7 @@ impl Incremental {
                 }
             }
             let specs = resolver.specs(client, &cols).await?;
+            self.key_kinds = key.iter().map(|i| specs.get(*i).and_then(key_kind)).collect();
             let table = std::sync::Arc::new(TableSchema::new(
                 &cfg.topic_prefix,
                 &cfg.dbname,
@@ -494,6 +504,20 @@ impl Incremental {
         self.last_key = None;
         self.max_key = None;
         self.window = None;
+        self.key_kinds = None;
+    }
+}
+
+/// The JDBC class Debezium holds a key column's value in, where `java_keys` writes it.
+fn key_kind(spec: &ColumnSpec) -> Option<java_keys::KeyKind> {
+    use java_keys::KeyKind;
+    match spec.ty.as_ref()? {
+        PgType::Int2 | PgType::Int4 => Some(KeyKind::Integer),
+        PgType::Int8 => Some(KeyKind::Long),
+        PgType::Text if spec.source.character => Some(KeyKind::Str),
+        PgType::Uuid => Some(KeyKind::Uuid),
+        PgType::Numeric { .. } => Some(KeyKind::Decimal),
+        _ => None,
     }
 }
 
@@ -546,6 +570,7 @@ mod tests {
             max_key: Some(vec!["9".into()]),
             paused: false,
             window: Some(Window { id: "c1".into(), open: false, table, rows, superseded: HashSet::new(), end_key: vec!["4".into()], last }),
+            key_kinds: None,
         }
     }
 
@@ -670,6 +695,22 @@ mod tests {
         unreadable[PRIMARY_KEY] = json!("aced0005ff");
         let s = Incremental::restore(&cfg, unreadable.as_object());
         assert_eq!((s.collections.len(), s.last_key), (1, None));
+    }
+
+    #[test]
+    fn stores_keys_in_debeziums_form_once_their_types_are_known() {
+        let mut s = with_window(false);
+        s.last_key = Some(vec!["4".into()]);
+        let fresh = || -> SourceOffset { json!({"lsn": 1}).as_object().unwrap().clone() };
+        let mut o = fresh();
+        s.stamp(&mut o);
+        assert_eq!(o[PRIMARY_KEY], json!(r#"["4"]"#), "types not known yet: sluice's JSON form");
+        s.key_kinds = Some(vec![java_keys::KeyKind::Integer]);
+        let mut o = fresh();
+        s.stamp(&mut o);
+        let key = |field: &str| java_keys::chunk_key(o[field].as_str().unwrap());
+        assert!(java_keys::is_debezium_form(o[PRIMARY_KEY].as_str().unwrap()), "{o:?}");
+        assert_eq!((key(PRIMARY_KEY), key(MAXIMUM_KEY)), (Some(vec!["4".to_owned()]), Some(vec!["9".to_owned()])));
     }
 
     fn signal(kind: &str, data: &str) -> Signal {
