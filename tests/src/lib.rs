@@ -615,6 +615,58 @@ impl Drop for Moto {
     }
 }
 
+/// The Python of the test broker's venv (tests/services/kafka.sh), which has confluent-kafka.
+pub fn kafka_python() -> PathBuf {
+    std::env::var("KAFKA_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/sluice-test/kafka-venv"))
+        .join("bin/python")
+}
+
+/// Every record of `topic` on a Kafka-protocol broker, from the start to the end of each
+/// partition, read by confluent-kafka with this `isolation.level`, as `pick` (a Python
+/// expression over `key` and `value`, each the JSON the record holds, a string when it is not
+/// JSON, None when absent) makes of it: `"[key, value]"` for the whole record, or only what a
+/// test needs of large topics. No records when the topic does not exist.
+pub fn kafka_records(bootstrap: &str, topic: &str, isolation: &str, pick: &str) -> Vec<Json> {
+    let script = r#"
+import json, sys
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, topic, isolation, pick = sys.argv[1:5]
+pick = compile(pick, "pick", "eval")
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": "sluice-tests-check", "enable.auto.commit": False,
+              "isolation.level": isolation, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+md = c.list_topics(topic, timeout=10)
+if md.topics[topic].error is not None:
+    print("[]"); raise SystemExit(0)
+parts = list(md.topics[topic].partitions)
+c.assign([TopicPartition(topic, p, 0) for p in parts])
+def load(b):
+    if b is None:
+        return None
+    try:
+        return json.loads(b)
+    except ValueError:
+        return b.decode("utf-8", "replace")
+done, out = set(), []
+while len(done) < len(parts):
+    m = c.poll(5)
+    if m is None:
+        break
+    if m.error():
+        if m.error().code() == -191:  # _PARTITION_EOF
+            done.add(m.partition())
+            continue
+        raise SystemExit(str(m.error()))
+    out.append(eval(pick, {"key": load(m.key()), "value": load(m.value())}))
+print(json.dumps(out))
+"#;
+    let out =
+        Command::new(kafka_python()).arg("-I").arg("-c").arg(script).args([bootstrap, topic, isolation, pick]).output().expect("run python");
+    assert!(out.status.success(), "the check consumer failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("the check consumer's JSON")
+}
+
 /// psql against a test cluster: cheap to copy into a writer thread.
 #[derive(Clone, Copy, Debug)]
 pub struct Psql(pub u16);

@@ -133,46 +133,9 @@ fn change(value: &Json) -> Option<Change> {
     Some((op, row["id"].as_i64().expect("an id in the row")))
 }
 
-/// Python with confluent-kafka (tests/services/kafka.sh's venv).
-fn kafka_python() -> PathBuf {
-    std::env::var("KAFKA_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/sluice-test/kafka-venv"))
-        .join("bin/python")
-}
-
-/// Every record of `topic`, from the start to the end, as `[key, value]` JSON (null for none).
 fn read_topic(bootstrap: &str, topic: &str) -> Vec<(Json, Json)> {
-    let script = r#"
-import json, sys
-from confluent_kafka import Consumer, TopicPartition
-bootstrap, topic = sys.argv[1:3]
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": "cutover-check", "enable.auto.commit": False,
-              "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-md = c.list_topics(topic, timeout=10)
-if md.topics[topic].error is not None:
-    print("[]"); raise SystemExit(0)
-parts = list(md.topics[topic].partitions)
-c.assign([TopicPartition(topic, p, 0) for p in parts])
-done, out = set(), []
-while len(done) < len(parts):
-    m = c.poll(5)
-    if m is None:
-        break
-    if m.error():
-        if m.error().code() == -191:  # _PARTITION_EOF
-            done.add(m.partition())
-            continue
-        raise SystemExit(str(m.error()))
-    load = lambda b: None if b is None else json.loads(b)
-    out.append([load(m.key()), load(m.value())])
-print(json.dumps(out))
-"#;
-    let out =
-        Command::new(kafka_python()).arg("-I").arg("-c").arg(script).args([bootstrap, topic]).output().expect("run the check consumer");
-    assert!(out.status.success(), "the check consumer failed: {}", String::from_utf8_lossy(&out.stderr));
-    let records: Vec<(Json, Json)> = serde_json::from_slice(&out.stdout).unwrap();
-    records
+    let records = sluice_tests::kafka_records(bootstrap, topic, "read_uncommitted", "[key, value]");
+    records.into_iter().map(|r| (r[0].clone(), r[1].clone())).collect()
 }
 
 fn sluice_changes(bootstrap: &str) -> Vec<Change> {

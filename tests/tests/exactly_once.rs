@@ -5,7 +5,6 @@
 //! second producer with the same transactional id fences the first.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -13,42 +12,11 @@ use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::{Log, LogRecord, Produce};
 use sluice_tests::{eventually, json, KafkaBroker, Launch, Worker};
 
-/// The Python of the test broker's venv (tests/services/kafka.sh), which has confluent-kafka.
-fn kafka_python() -> PathBuf {
-    let venv = std::env::var("KAFKA_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/sluice-test/kafka-venv"));
-    venv.join("bin/python")
-}
-
 /// The `id` of every bench row in `topic` (JsonConverter with schemas), read from the start
-/// to the end by confluent-kafka with this `isolation.level`.
+/// to the end with this `isolation.level`.
 fn bench_ids(bootstrap: &str, topic: &str, isolation: &str) -> Vec<i64> {
-    let script = r#"
-import json, sys
-from confluent_kafka import Consumer, TopicPartition
-bootstrap, topic, isolation = sys.argv[1:4]
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-check", "enable.auto.commit": False,
-              "isolation.level": isolation, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-md = c.list_topics(topic, timeout=10)
-parts = list(md.topics[topic].partitions)
-c.assign([TopicPartition(topic, p, 0) for p in parts])
-done, ids = set(), []
-while len(done) < len(parts):
-    m = c.poll(5)
-    if m is None:
-        break
-    if m.error():
-        if m.error().code() == -191:  # _PARTITION_EOF
-            done.add(m.partition())
-            continue
-        raise SystemExit(str(m.error()))
-    ids.append(json.loads(m.value())["payload"]["id"])
-print(json.dumps(ids))
-"#;
-    let out = Command::new(kafka_python()).arg("-I").arg("-c").arg(script).args([bootstrap, topic, isolation]).output().expect("run python");
-    assert!(out.status.success(), "the check consumer failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let ids = sluice_tests::kafka_records(bootstrap, topic, isolation, "value['payload']['id']");
+    ids.iter().map(|id| id.as_i64().expect("a bench row's id")).collect()
 }
 
 /// POST /connectors, retried while the worker answers 409 for a rebalance.
@@ -291,7 +259,7 @@ while True:
     out.append(m.value().decode())
 print(",".join(out))
 "#;
-    let out = Command::new(kafka_python()).arg("-I").arg("-c").arg(script).arg(&broker.bootstrap).output().unwrap();
+    let out = Command::new(sluice_tests::kafka_python()).arg("-I").arg("-c").arg(script).arg(&broker.bootstrap).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fresh", "{}", String::from_utf8_lossy(&out.stderr));
 }
 
