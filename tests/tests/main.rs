@@ -23,6 +23,7 @@ mod postgres;
 mod postgres_features;
 mod postgres_golden;
 mod postgres_incremental;
+mod postgres_names;
 mod postgres_partitions;
 mod quickstart;
 mod restarts;

@@ -4,6 +4,7 @@
 
 use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
+use super::names::NameAdjust;
 use super::transaction::TransactionTopic;
 use crate::pg_tls::{PgTls, SslMode, SOURCE_KEYS};
 use regex::{Regex, RegexBuilder};
@@ -360,8 +361,8 @@ pub fn def() -> ConfigDef {
                 .default_value(DEFAULT_HEARTBEAT_PREFIX)
                 .validator(Validator::NonEmpty),
         )
-        .define(ConfigKey::new(SCHEMA_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How schema names are adjusted: none (names pass through unchanged) in this version.").default_value("none"))
-        .define(ConfigKey::new(FIELD_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How field names are adjusted: none (names pass through unchanged) in this version.").default_value("none"))
+        .define(ConfigKey::new(SCHEMA_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How schema names are adjusted: none (unchanged), avro (characters Avro does not allow become _), avro_unicode (they become _uXXXX).").default_value("none"))
+        .define(ConfigKey::new(FIELD_NAME_ADJUSTMENT_MODE, ConfigType::String, Importance::Low, "How field names are adjusted: none (unchanged), avro (characters Avro does not allow become _), avro_unicode (they become _uXXXX).").default_value("none"))
         .define(
             ConfigKey::new(SNAPSHOT_LOCKING_MODE, ConfigType::String, Importance::Low, "none: the snapshot takes no table locks (it reads the slot's exported snapshot); shared: it holds ACCESS SHARE locks on the captured tables until it ends, so their structure cannot change meanwhile.")
                 .default_value("none")
@@ -422,6 +423,10 @@ pub struct PostgresConfig {
     pub autocreate: AutocreateMode,
     /// `publish.via.partition.root`: the publication's `publish_via_partition_root`.
     pub publish_via_partition_root: bool,
+    /// `schema.name.adjustment.mode`.
+    pub schema_names: NameAdjust,
+    /// `field.name.adjustment.mode`.
+    pub field_names: NameAdjust,
     pub filter: TableFilter,
     pub snapshot_mode: SnapshotMode,
     pub snapshot_fetch_size: usize,
@@ -474,11 +479,8 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
     let value = |k: &str| props.get(k).map(|v| v.trim().to_ascii_lowercase());
     let mut refuse = |key: &str, message: String| out.push((key.to_owned(), message));
     for key in [SCHEMA_NAME_ADJUSTMENT_MODE, FIELD_NAME_ADJUSTMENT_MODE] {
-        if let Some(v) = value(key).filter(|v| v != "none") {
-            refuse(
-                key,
-                format!("{key}={v} is not supported yet: names pass through unchanged, as with none (Debezium 3's default); remove the key or set none"),
-            );
+        if let Some(v) = value(key).filter(|v| NameAdjust::parse(v).is_none()) {
+            refuse(key, format!("{key}={v} is not a name adjustment mode; use none, avro or avro_unicode"));
         }
     }
     if let Some(v) = props.get(TOPIC_NAMING_STRATEGY).map(|v| v.trim()).filter(|v| !v.is_empty() && !TOPIC_NAMING_STRATEGIES.contains(v)) {
@@ -611,6 +613,8 @@ impl PostgresConfig {
             slot_drop_on_stop: c.boolean(SLOT_DROP_ON_STOP),
             publication_name: c.string(PUBLICATION_NAME).unwrap_or_default(),
             publish_via_partition_root: c.boolean(PUBLISH_VIA_PARTITION_ROOT),
+            schema_names: c.string(SCHEMA_NAME_ADJUSTMENT_MODE).as_deref().and_then(NameAdjust::parse).unwrap_or_default(),
+            field_names: c.string(FIELD_NAME_ADJUSTMENT_MODE).as_deref().and_then(NameAdjust::parse).unwrap_or_default(),
             autocreate: match lower(PUBLICATION_AUTOCREATE_MODE).as_str() {
                 "disabled" => AutocreateMode::Disabled,
                 "filtered" => AutocreateMode::Filtered,
@@ -908,6 +912,9 @@ mod tests {
         ]))
         .unwrap();
         assert!(!c.publish_via_partition_root);
+        assert_eq!((c.schema_names, c.field_names), (NameAdjust::None, NameAdjust::None));
+        let adjusted = PostgresConfig::parse(&props(&[("schema.name.adjustment.mode", "avro"), ("field.name.adjustment.mode", "AVRO_UNICODE")])).unwrap();
+        assert_eq!((adjusted.schema_names, adjusted.field_names), (NameAdjust::Avro, NameAdjust::AvroUnicode));
         assert!(PostgresConfig::parse(&props(&[("publish.via.partition.root", "true")])).unwrap().publish_via_partition_root);
         assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), ("hb", Some(2500)));
         let c = PostgresConfig::parse(&props(&[("topic.naming.strategy", TOPIC_NAMING_STRATEGIES[0]), ("snapshot.locking.mode", "none")])).unwrap();
@@ -915,8 +922,8 @@ mod tests {
         for (key, value, says) in [
             ("topic.naming.strategy", "com.example.MyStrategy", "RegexRouter"),
             ("topic.delimiter", "_", "RegexRouter"),
-            ("schema.name.adjustment.mode", "avro", "set none"),
-            ("field.name.adjustment.mode", "avro_unicode", "set none"),
+            ("schema.name.adjustment.mode", "avro2", "avro_unicode"),
+            ("field.name.adjustment.mode", "unicode", "avro_unicode"),
             ("snapshot.locking.mode", "custom", "none or shared"),
             ("snapshot.locking.mode", "exclusive", "snapshot.locking.mode"),
             ("snapshot.select.statement.overrides", "public.t", "additional-conditions"),

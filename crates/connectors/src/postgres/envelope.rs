@@ -189,16 +189,18 @@ impl TableSchema {
         pk.sort_unstable();
         let key: Vec<usize> = custom_key.unwrap_or_else(|| pk.into_iter().map(|(_, i)| i).collect());
         let key_fields = key.iter().map(|k| columns[..*k].iter().flatten().count()).collect();
-        let field = |c: &Column| (c.name.clone(), c.schema.clone());
+        let field_name = |c: &Column| modes.field_names.adjust(&c.name, true).into_owned();
+        let schema_name = |suffix: &str| modes.schema_names.adjust(&format!("{base}.{suffix}"), false).into_owned();
+        let field = |c: &Column| (field_name(c), c.schema.clone());
         let value_field =
-            |c: &Column| (c.name.clone(), c.mapper.as_ref().map_or(c.schema.clone(), |m| m.alter_schema((*c.schema).clone()).into_ref()));
+            |c: &Column| (field_name(c), c.mapper.as_ref().map_or(c.schema.clone(), |m| m.alter_schema((*c.schema).clone()).into_ref()));
         let value_schema = Schema::struct_of(columns.iter().flatten().filter(|c| c.in_value).map(value_field))
-            .named(format!("{base}.Value"))
+            .named(schema_name("Value"))
             .optional()
             .into_ref();
         let key_schema = (!key.is_empty()).then(|| {
             Schema::struct_of(key.iter().map(|i| field(columns[*i].as_ref().expect("key columns are mapped"))))
-                .named(format!("{base}.Key"))
+                .named(schema_name("Key"))
                 .into_ref()
         });
         let envelope_schema = Schema::struct_of([
@@ -211,7 +213,7 @@ impl TableSchema {
             ("ts_us", Schema::int64().optional().into_ref()),
             ("ts_ns", Schema::int64().optional().into_ref()),
         ])
-        .named(format!("{base}.Envelope"))
+        .named(schema_name("Envelope"))
         .with_version(2)
         .into_ref();
         let source_template = source_template(prefix, db, &id.schema, &id.table);

@@ -214,6 +214,9 @@ pub struct Modes {
     pub money_fraction_digits: i32,
     /// `unavailable.value.placeholder`'s octets (see `toast.rs`).
     pub unavailable: Cow<'static, [u8]>,
+    /// `schema.name.adjustment.mode`, `field.name.adjustment.mode`.
+    pub schema_names: super::names::NameAdjust,
+    pub field_names: super::names::NameAdjust,
 }
 
 impl Default for Modes {
@@ -232,6 +235,8 @@ impl Modes {
         hstore: HstoreMode::Json,
         money_fraction_digits: 2,
         unavailable: Cow::Borrowed(DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER.as_bytes()),
+        schema_names: super::names::NameAdjust::None,
+        field_names: super::names::NameAdjust::None,
     };
 
     pub fn from_config(cfg: &super::config::PostgresConfig) -> Self {
@@ -243,6 +248,8 @@ impl Modes {
             hstore: cfg.hstore_mode,
             money_fraction_digits: cfg.money_fraction_digits,
             unavailable: Cow::Owned(cfg.unavailable_placeholder.clone()),
+            schema_names: cfg.schema_names,
+            field_names: cfg.field_names,
         }
     }
 }

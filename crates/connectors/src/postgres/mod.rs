@@ -81,6 +81,7 @@ mod interval;
 mod java_keys;
 mod mapping;
 mod message;
+mod names;
 mod metrics;
 mod offset;
 mod replication;
