@@ -66,7 +66,8 @@ mod tests {
     use super::*;
 
     /// (name, AVRO, AVRO_UNICODE, AVRO_FIELD_NAMER, AVRO_UNICODE_FIELD_NAMER), as Debezium
-    /// 3.6.3's `SchemaNameAdjuster` constants adjust them.
+    /// 3.6.3's `SchemaNameAdjuster` constants adjust them
+    /// (`tests/golden/postgres/DebeziumNames.java` printed them).
     const RECORDED: &[(&str, &str, &str, &str, &str)] = &[
         (
             "srv.public.items.Value",
