@@ -43,3 +43,57 @@ fn avro_name_adjustment_renames_schemas_and_fields_as_debezium_does() {
     }
     assert_eq!(seen[0], json!({"id": 1, "_1st_col": "a"}));
 }
+
+/// `topic.naming.strategy` and `topic.delimiter` as Debezium 3.6.3's Postgres connector applies
+/// them (observed with the real connector, `topic.prefix=srv`, `topic.delimiter=_`): the
+/// default strategy names `srv_public_items`, `DefaultTopicNamingStrategy` leaves the schema
+/// out (`srv_items`), the transaction and heartbeat topics take the delimiter, and the
+/// logical-message topic keeps `srv.message`.
+#[test]
+fn topic_naming_strategies_and_the_delimiter_name_topics_as_debezium_does() {
+    let pg = Postgres::start();
+    pg.sql("CREATE TABLE items (id int PRIMARY KEY, v int); INSERT INTO items VALUES (1, 1)");
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "200")]);
+    for (name, strategy, prefix) in
+        [("schema", "io.debezium.schema.SchemaTopicNamingStrategy", "s"), ("default", "io.debezium.schema.DefaultTopicNamingStrategy", "d")]
+    {
+        let mut config = pg.source_config(&format!("naming_{name}"), &[("table.include.list", "public.items")]);
+        for (k, v) in [
+            ("topic.prefix", prefix.to_owned()),
+            ("publication.name", format!("naming_{name}")),
+            ("topic.naming.strategy", strategy.to_owned()),
+            ("topic.delimiter", "_".to_owned()),
+            ("provide.transaction.metadata", "true".to_owned()),
+            ("heartbeat.interval.ms", "500".to_owned()),
+        ] {
+            config[k] = json!(v);
+        }
+        let (code, body) = w.post("/connectors", &json!({"name": name, "config": config}));
+        assert_eq!(code, 201, "{body}");
+        w.wait_running(name, 1);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    pg.sql("SELECT pg_logical_emit_message(true, 'p', 'x'); INSERT INTO items VALUES (2, 2)");
+    let topics = || -> Vec<String> {
+        let data = w.dir.join("data");
+        let (code, out, err) = Worker::cli(&["topics", "list", "--data-dir", data.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        out.lines().map(|l| l.split_whitespace().next().unwrap_or_default().to_owned()).collect()
+    };
+    let want = [
+        "s_public_items",
+        "s_transaction",
+        "__debezium-heartbeat_s",
+        "s.message",
+        "d_items",
+        "d_transaction",
+        "__debezium-heartbeat_d",
+        "d.message",
+    ];
+    eventually(Duration::from_secs(30), "every topic named as Debezium names it", || {
+        want.iter().all(|t| topics().iter().any(|have| have == t))
+    });
+    let all = topics();
+    assert!(!all.iter().any(|t| t.contains("public.items") || t == "d_public_items"), "no topic named otherwise: {all:?}");
+}

@@ -4,7 +4,7 @@
 
 use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
-use super::names::NameAdjust;
+use super::names::{NameAdjust, TopicNaming};
 use super::transaction::TransactionTopic;
 use crate::pg_tls::{PgTls, SslMode, SOURCE_KEYS};
 use regex::{Regex, RegexBuilder};
@@ -355,7 +355,7 @@ pub fn def() -> ConfigDef {
             ConfigKey::new(TOPIC_NAMING_STRATEGY, ConfigType::String, Importance::Low, "How topics are named: Debezium's io.debezium.schema.SchemaTopicNamingStrategy or DefaultTopicNamingStrategy, both <topic.prefix>.<schema>.<table> here.")
                 .default_value(TOPIC_NAMING_STRATEGIES[0]),
         )
-        .define(ConfigKey::new(TOPIC_DELIMITER, ConfigType::String, Importance::Low, "The delimiter between the parts of a topic name (only . in this version).").default_value("."))
+        .define(ConfigKey::new(TOPIC_DELIMITER, ConfigType::String, Importance::Low, "The delimiter between the parts of a topic name (prefix, schema, table; heartbeat and transaction topics).").default_value("."))
         .define(
             ConfigKey::new(TOPIC_HEARTBEAT_PREFIX, ConfigType::String, Importance::Low, "Heartbeat records go to <topic.heartbeat.prefix>.<topic.prefix>.")
                 .default_value(DEFAULT_HEARTBEAT_PREFIX)
@@ -423,6 +423,8 @@ pub struct PostgresConfig {
     pub autocreate: AutocreateMode,
     /// `publish.via.partition.root`: the publication's `publish_via_partition_root`.
     pub publish_via_partition_root: bool,
+    /// `topic.naming.strategy`, `topic.delimiter`.
+    pub topics: TopicNaming,
     /// `schema.name.adjustment.mode`.
     pub schema_names: NameAdjust,
     /// `field.name.adjustment.mode`.
@@ -493,8 +495,8 @@ pub fn unsupported(props: &Props) -> Vec<(String, String)> {
             ),
         );
     }
-    if let Some(v) = props.get(TOPIC_DELIMITER).filter(|v| v.as_str() != ".") {
-        refuse(TOPIC_DELIMITER, format!("topic.delimiter={v:?} is not supported yet: topic names use \".\"; rename them with the RegexRouter transform"));
+    if let Some(v) = props.get(TOPIC_DELIMITER).filter(|v| v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))) {
+        refuse(TOPIC_DELIMITER, format!("topic.delimiter={v:?} cannot be part of a topic name: use letters, digits, '.', '_' or '-'"));
     }
     if value(SNAPSHOT_LOCKING_MODE).as_deref() == Some("custom") {
         refuse(SNAPSHOT_LOCKING_MODE, "snapshot.locking.mode=custom loads a Java class, which sluice cannot; use none or shared".to_owned());
@@ -601,6 +603,10 @@ impl PostgresConfig {
         let client = PgTls::client_from(&SOURCE_KEYS, c.string(SSLCERT), c.string(SSLKEY), c.password(SSLPASSWORD))
             .map_err(|(key, message)| ConnectError::config(key, message))?;
         let root_cert = c.string(SSLROOTCERT).filter(|p| !p.trim().is_empty()).map(std::path::PathBuf::from);
+        let topics = TopicNaming {
+            without_schema: c.string(TOPIC_NAMING_STRATEGY).is_some_and(|s| s.trim() == TOPIC_NAMING_STRATEGIES[1]),
+            delimiter: c.string(TOPIC_DELIMITER).filter(|d| !d.is_empty()).map_or(TopicNaming::DEFAULT.delimiter, Into::into),
+        };
         Ok(Self {
             tls: PgTls::new(ssl_mode, root_cert).with_client(client),
             hostname: c.string(HOSTNAME).unwrap_or_default(),
@@ -613,6 +619,7 @@ impl PostgresConfig {
             slot_drop_on_stop: c.boolean(SLOT_DROP_ON_STOP),
             publication_name: c.string(PUBLICATION_NAME).unwrap_or_default(),
             publish_via_partition_root: c.boolean(PUBLISH_VIA_PARTITION_ROOT),
+            topics: topics.clone(),
             schema_names: c.string(SCHEMA_NAME_ADJUSTMENT_MODE).as_deref().and_then(NameAdjust::parse).unwrap_or_default(),
             field_names: c.string(FIELD_NAME_ADJUSTMENT_MODE).as_deref().and_then(NameAdjust::parse).unwrap_or_default(),
             autocreate: match lower(PUBLICATION_AUTOCREATE_MODE).as_str() {
@@ -670,7 +677,7 @@ impl PostgresConfig {
             heartbeat_interval_ms: c.int(HEARTBEAT_INTERVAL_MS) as u64,
             heartbeat_action_query: c.string(HEARTBEAT_ACTION_QUERY).filter(|q| !q.trim().is_empty()),
             transaction_topic: c.boolean(PROVIDE_TRANSACTION_METADATA).then(|| {
-                TransactionTopic::new(&c.string(TOPIC_PREFIX).unwrap_or_default(), &c.string(TOPIC_TRANSACTION).unwrap_or_default())
+                TransactionTopic::new(topics.transaction_topic(&c.string(TOPIC_PREFIX).unwrap_or_default(), &c.string(TOPIC_TRANSACTION).unwrap_or_default()))
             }),
             status_update_interval_ms: c.int(STATUS_UPDATE_INTERVAL_MS) as u64,
             columns: ColumnRules {
@@ -921,7 +928,7 @@ mod tests {
         assert_eq!((c.heartbeat_topic_prefix.as_str(), c.snapshot_lock_timeout_ms), (DEFAULT_HEARTBEAT_PREFIX, None));
         for (key, value, says) in [
             ("topic.naming.strategy", "com.example.MyStrategy", "RegexRouter"),
-            ("topic.delimiter", "_", "RegexRouter"),
+            ("topic.delimiter", "/", "topic.delimiter"),
             ("schema.name.adjustment.mode", "avro2", "avro_unicode"),
             ("field.name.adjustment.mode", "unicode", "avro_unicode"),
             ("snapshot.locking.mode", "custom", "none or shared"),

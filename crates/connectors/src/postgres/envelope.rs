@@ -164,7 +164,7 @@ impl TableSchema {
         source: &SchemaRef,
         rules: &ColumnRules,
     ) -> Self {
-        let base = format!("{prefix}.{}.{}", id.schema, id.table);
+        let base = modes.topics.data_topic(prefix, &id.schema, &id.table);
         let custom_key = rules.key_columns.for_table(&id, specs.iter().map(|s| s.ty.as_ref().map(|_| s.name.as_str())));
         let mut pk: Vec<(usize, usize)> = Vec::new();
         let columns: Vec<Option<Column>> = specs

@@ -217,6 +217,8 @@ pub struct Modes {
     /// `schema.name.adjustment.mode`, `field.name.adjustment.mode`.
     pub schema_names: super::names::NameAdjust,
     pub field_names: super::names::NameAdjust,
+    /// `topic.naming.strategy`, `topic.delimiter`.
+    pub topics: super::names::TopicNaming,
 }
 
 impl Default for Modes {
@@ -237,6 +239,7 @@ impl Modes {
         unavailable: Cow::Borrowed(DEFAULT_UNAVAILABLE_VALUE_PLACEHOLDER.as_bytes()),
         schema_names: super::names::NameAdjust::None,
         field_names: super::names::NameAdjust::None,
+        topics: super::names::TopicNaming::DEFAULT,
     };
 
     pub fn from_config(cfg: &super::config::PostgresConfig) -> Self {
@@ -250,6 +253,7 @@ impl Modes {
             unavailable: Cow::Owned(cfg.unavailable_placeholder.clone()),
             schema_names: cfg.schema_names,
             field_names: cfg.field_names,
+            topics: cfg.topics.clone(),
         }
     }
 }

@@ -61,6 +61,47 @@ impl NameAdjust {
     }
 }
 
+/// `topic.naming.strategy` and `topic.delimiter`: how a table's topic is named, as Debezium
+/// 3.6.3's built-in strategies name it for Postgres (observed with the real connector: its
+/// table ids have no catalog).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicNaming {
+    /// `DefaultTopicNamingStrategy`: `<prefix><d><table>`, without the schema. Otherwise
+    /// `SchemaTopicNamingStrategy` (the default): `<prefix><d><schema><d><table>`.
+    pub without_schema: bool,
+    pub delimiter: Cow<'static, str>,
+}
+
+impl TopicNaming {
+    pub const DEFAULT: TopicNaming = TopicNaming { without_schema: false, delimiter: Cow::Borrowed(".") };
+
+    /// A table's topic; its key, value and envelope schemas are named after it.
+    pub fn data_topic(&self, prefix: &str, schema: &str, table: &str) -> String {
+        let d = &self.delimiter;
+        if self.without_schema {
+            format!("{prefix}{d}{table}")
+        } else {
+            format!("{prefix}{d}{schema}{d}{table}")
+        }
+    }
+
+    /// `<topic.heartbeat.prefix><d><prefix>`.
+    pub fn heartbeat_topic(&self, heartbeat_prefix: &str, prefix: &str) -> String {
+        format!("{heartbeat_prefix}{}{prefix}", self.delimiter)
+    }
+
+    /// `<prefix><d><topic.transaction>`.
+    pub fn transaction_topic(&self, prefix: &str, transaction: &str) -> String {
+        format!("{prefix}{}{transaction}", self.delimiter)
+    }
+}
+
+impl Default for TopicNaming {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +152,19 @@ mod tests {
             assert_eq!(NameAdjust::AvroUnicode.adjust(name, true), *unicode_field, "{name}");
         }
         assert_eq!(NameAdjust::parse("AVRO_unicode"), Some(NameAdjust::AvroUnicode));
+    }
+
+    /// What Debezium 3.6.3's Postgres connector named with `topic.prefix=srv`,
+    /// `topic.delimiter=_` and each built-in strategy (the message topic keeps its `.`).
+    #[test]
+    fn names_topics_as_debeziums_strategies_do() {
+        let schema = TopicNaming { without_schema: false, delimiter: "_".into() };
+        let default = TopicNaming { without_schema: true, delimiter: "_".into() };
+        assert_eq!(schema.data_topic("srv", "public", "items"), "srv_public_items");
+        assert_eq!(default.data_topic("srv", "public", "items"), "srv_items");
+        assert_eq!(schema.heartbeat_topic("__debezium-heartbeat", "srv"), "__debezium-heartbeat_srv");
+        assert_eq!(default.transaction_topic("srv", "transaction"), "srv_transaction");
+        assert_eq!(TopicNaming::DEFAULT.data_topic("srv", "public", "items"), "srv.public.items");
         assert_eq!(NameAdjust::parse("avro2"), None);
     }
 }

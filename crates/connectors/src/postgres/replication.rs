@@ -671,7 +671,7 @@ fn heartbeat(ctx: &StreamContext<'_>, lsn: Lsn) -> SourceRecord {
     SourceRecord {
         source_partition: ctx.partition.clone(),
         source_offset: heartbeat_offset(lsn, ts * 1000),
-        topic: format!("{}.{}", ctx.cfg.heartbeat_topic_prefix, ctx.cfg.topic_prefix),
+        topic: ctx.cfg.topics.heartbeat_topic(&ctx.cfg.heartbeat_topic_prefix, &ctx.cfg.topic_prefix),
         key: Value::Struct(Struct::from_values(key_schema.clone(), vec![Value::String(ctx.cfg.topic_prefix.clone())])),
         key_schema: Some(key_schema),
         value: Value::Struct(Struct::from_values(value_schema.clone(), vec![Value::Int64(ts)])),

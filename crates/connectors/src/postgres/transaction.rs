@@ -49,14 +49,15 @@ pub struct TransactionTopic {
 }
 
 impl TransactionTopic {
-    pub fn new(prefix: &str, topic: &str) -> Self {
+    /// `topic`: the transaction topic's full name.
+    pub fn new(topic: String) -> Self {
         let collection_schema =
             Schema::struct_of([("data_collection", Schema::string().into_ref()), ("event_count", Schema::int64().into_ref())])
                 .named(COLLECTION_SCHEMA_NAME)
                 .with_version(1)
                 .into_ref();
         Self {
-            topic: format!("{prefix}.{topic}"),
+            topic,
             key_schema: Schema::struct_of([("id", Schema::string().into_ref())]).named(KEY_SCHEMA_NAME).with_version(1).into_ref(),
             value_schema: Schema::struct_of([
                 ("status", Schema::string().into_ref()),
@@ -176,7 +177,7 @@ mod tests {
 
     #[test]
     fn begin_events_and_end_follow_debeziums_schemas() {
-        let t = TransactionTopic::new("srv", "transaction");
+        let t = TransactionTopic::new("srv.transaction".to_owned());
         assert_eq!(t.topic, "srv.transaction");
         let p = SourcePartition::new();
         let mut tx = TxCounts::new(571, 1_486_500_577_125, true);
