@@ -269,12 +269,19 @@ fn a_cluster_of_containers_survives_a_kill_a_partition_and_a_rolling_restart() {
     let survivor = &nodes[(cut + 1) % 3];
     let after_cut = wait_placed(survivor, Duration::from_millis(DELAY_MS + 90_000), "the cut-off worker's work on the others", |w| w != cut_id);
     eprintln!("after the partition: {after_cut:?}");
-    // Let the new owners write for a while before the worker comes back.
-    std::thread::sleep(Duration::from_secs(3));
+    // The new owners write before the worker comes back. RUNNING comes first: a source that
+    // moved waits for the cut-off worker's replication session to let the slot go, then
+    // streams, and only then do the sinks that moved have rows to write.
+    let tables: Vec<String> = cut_sinks.iter().map(|task| format!("t{}", task.trim_start_matches("wh").split('-').next().unwrap())).collect();
+    eventually(Duration::from_secs(90), "the new owners writing the cut-off worker's tables", || {
+        tables.iter().all(|table| {
+            pg.sql("wh", &format!("SELECT count(*) FROM writes WHERE tbl = '{table}' AND addr <> '{cut_addr}' AND at > '{cut_at}'")) != "0"
+        })
+    });
+    std::thread::sleep(Duration::from_secs(2));
     let reconnect_at = pg.sql("wh", "SELECT clock_timestamp()");
     nodes[cut].container.connect(&kafka, &nodes[cut].name);
-    for task in &cut_sinks {
-        let table = format!("t{}", task.trim_start_matches("wh").split('-').next().unwrap());
+    for table in &tables {
         // The first write to the table by another worker after the cut marks the takeover.
         let zombie = pg.sql(
             "wh",
