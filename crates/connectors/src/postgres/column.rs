@@ -161,8 +161,8 @@ impl ColumnMapper {
             }
             (Mapper::Mask(mask), _) if self.column.character => Value::String(mask.clone()),
             (Mapper::Hash { algorithm, salt, v2 }, Value::String(s)) if self.column.character => {
-                let data = if *v2 { s.into_bytes() } else { java_serialized_string(&s) };
-                let hex: String = algorithm.digest(salt, &data).iter().map(|b| format!("{b:02x}")).collect();
+                let data = if *v2 { s.into_bytes() } else { super::java_keys::serialized_string(&s) };
+                let hex = super::mapping::hex_string(&algorithm.digest(salt, &data));
                 Value::String(match self.column.length {
                     Some(l) if l > 0 => truncate_utf16(hex, l),
                     _ => hex,
@@ -184,31 +184,6 @@ fn truncate_utf16(s: String, max: usize) -> String {
         }
     }
     s
-}
-
-/// A `String` as `ObjectOutputStream.writeObject` writes it: the stream header, then
-/// `TC_STRING` with a 2-byte length (`TC_LONGSTRING` with an 8-byte one past 65535 bytes)
-/// and the modified UTF-8 bytes (NUL as two bytes, supplementary characters as two
-/// 3-byte surrogates).
-fn java_serialized_string(s: &str) -> Vec<u8> {
-    let mut utf = Vec::with_capacity(s.len());
-    for unit in s.encode_utf16() {
-        match unit {
-            0x0001..=0x007f => utf.push(unit as u8),
-            0x0000 | 0x0080..=0x07ff => utf.extend([0xc0 | (unit >> 6) as u8, 0x80 | (unit & 0x3f) as u8]),
-            _ => utf.extend([0xe0 | (unit >> 12) as u8, 0x80 | ((unit >> 6) & 0x3f) as u8, 0x80 | (unit & 0x3f) as u8]),
-        }
-    }
-    let mut out = vec![0xac, 0xed, 0x00, 0x05];
-    if utf.len() <= 0xffff {
-        out.push(0x74);
-        out.extend((utf.len() as u16).to_be_bytes());
-    } else {
-        out.push(0x7c);
-        out.extend((utf.len() as u64).to_be_bytes());
-    }
-    out.extend(utf);
-    out
 }
 
 impl ColumnRules {
@@ -411,7 +386,7 @@ mod tests {
         assert_eq!(m.apply(Value::String("world".into())), Value::String("172c8e9539".into()));
         assert_eq!(m.apply(Value::Null), Value::Null);
         assert_eq!(
-            java_serialized_string("a\u{0}é\u{1F600}")[4..],
+            crate::postgres::java_keys::serialized_string("a\u{0}é\u{1F600}")[4..],
             [0x74, 0, 11, b'a', 0xc0, 0x80, 0xc3, 0xa9, 0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80]
         );
     }

@@ -715,10 +715,8 @@ impl PostgresConfig {
 /// octets; otherwise the string's UTF-8 bytes.
 fn placeholder_octets(raw: &str) -> Result<Vec<u8>, String> {
     let Some(hex) = raw.strip_prefix("hex:") else { return Ok(raw.as_bytes().to_vec()) };
-    if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("{raw:?} is not hexadecimal octets after hex:; use an even number of the digits 0-9 and a-f"));
-    }
-    Ok((0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("checked hex digits")).collect())
+    super::mapping::hex_octets(hex)
+        .ok_or_else(|| format!("{raw:?} is not hexadecimal octets after hex:; use an even number of the digits 0-9 and a-f"))
 }
 
 /// Which tables are captured: Debezium's include/exclude lists of regular expressions,

@@ -1,4 +1,4 @@
-//! Debezium's form of incremental-snapshot chunk keys, read back.
+//! Debezium's form of incremental-snapshot chunk keys, read and written.
 //!
 //! Debezium stores the last and the largest key of the table being snapshotted
 //! (`incremental_snapshot_primary_key`, `incremental_snapshot_maximum_key`) as the hex of a
@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use super::mapping::{hex_octets, hex_string, unscaled_bytes, uuid_text};
+
 const MAGIC: [u8; 4] = [0xac, 0xed, 0x00, 0x05];
 const TC_NULL: u8 = 0x70;
 const TC_REFERENCE: u8 = 0x71;
@@ -25,32 +27,27 @@ const TC_CLASSDESC: u8 = 0x72;
 const TC_OBJECT: u8 = 0x73;
 const TC_STRING: u8 = 0x74;
 const TC_ARRAY: u8 = 0x75;
+const TC_LONGSTRING: u8 = 0x7c;
+const TC_BLOCKDATA: u8 = 0x77;
 const TC_ENDBLOCKDATA: u8 = 0x78;
 const BASE_HANDLE: u32 = 0x7e_0000;
 const SC_WRITE_METHOD: u8 = 0x01;
 
 /// Whether a stored key is in Debezium's form (hex of a Java serialization stream).
 pub fn is_debezium_form(text: &str) -> bool {
-    text.len() > 8 && text[..8].eq_ignore_ascii_case("aced0005")
+    text.len() > 8 && text.as_bytes()[..8].eq_ignore_ascii_case(b"aced0005")
 }
 
 /// The text form of each value of a Debezium chunk key, or `None` when the key holds a
 /// type this reader does not know (or is malformed).
 pub fn chunk_key(hex: &str) -> Option<Vec<String>> {
-    let bytes = decode_hex(hex)?;
+    let bytes = hex_octets(hex)?;
     let mut r = Reader { bytes: &bytes, at: 0, handles: Vec::new() };
     if r.take(4)? != MAGIC {
         return None;
     }
     let Value::Array(items) = r.content()? else { return None };
     items.iter().map(text_form).collect()
-}
-
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
 }
 
 #[derive(Debug, Clone)]
@@ -154,8 +151,7 @@ impl Reader<'_> {
                     self.at += 1;
                     return Some(());
                 }
-                0x77 => {
-                    // TC_BLOCKDATA
+                &TC_BLOCKDATA => {
                     self.at += 1;
                     let n = self.u8()? as usize;
                     self.take(n)?;
@@ -272,8 +268,7 @@ fn text_form(v: &Value) -> Option<String> {
         "java.lang.Integer" | "java.lang.Long" | "java.lang.Short" | "java.lang.Byte" => Some(int("value")?.to_string()),
         "java.util.UUID" => {
             let (hi, lo) = (int("mostSigBits")? as u64, int("leastSigBits")? as u64);
-            let h = format!("{hi:016x}{lo:016x}");
-            Some(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
+            Some(uuid_text(&((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes()))
         }
         "java.math.BigInteger" => big_integer(v),
         "java.math.BigDecimal" => {
@@ -525,7 +520,23 @@ pub fn encode(key: &[String], kinds: &[KeyKind]) -> Option<String> {
     for (text, kind) in key.iter().zip(kinds) {
         w.value(*kind, text)?;
     }
-    Some(w.out.iter().map(|b| format!("{b:02x}")).collect())
+    Some(hex_string(&w.out))
+}
+
+/// The Java serialization stream of one `String` (`ObjectOutputStream.writeObject(s)`), as
+/// Debezium's column hashing (`column.mask.hash`, v1) digests it.
+pub fn serialized_string(s: &str) -> Vec<u8> {
+    let utf = modified_utf8_bytes(s);
+    let mut out = MAGIC.to_vec();
+    if utf.len() <= 0xffff {
+        out.push(TC_STRING);
+        out.extend((utf.len() as u16).to_be_bytes());
+    } else {
+        out.push(TC_LONGSTRING);
+        out.extend((utf.len() as u64).to_be_bytes());
+    }
+    out.extend(utf);
+    out
 }
 
 /// Java's modified UTF-8 of `s`.
@@ -552,30 +563,15 @@ fn modified_utf8_bytes(s: &str) -> Vec<u8> {
 /// (no leading zero bytes) and the scale.
 fn decimal_parts(text: &str) -> Option<(i32, Vec<u8>, i32)> {
     let (negative, digits) = text.strip_prefix('-').map_or((false, text), |d| (true, d));
-    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-    if int.is_empty() && frac.is_empty() || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let scale = i32::try_from(frac.len()).ok()?;
-    let mut magnitude: Vec<u8> = Vec::new(); // big-endian base 256
-    for d in int.bytes().chain(frac.bytes()) {
-        let mut carry = u32::from(d - b'0');
-        for byte in magnitude.iter_mut().rev() {
-            let x = u32::from(*byte) * 10 + carry;
-            *byte = (x & 0xff) as u8;
-            carry = x >> 8;
-        }
-        while carry > 0 {
-            magnitude.insert(0, (carry & 0xff) as u8);
-            carry >>= 8;
-        }
-    }
-    let signum = if magnitude.is_empty() {
-        0
-    } else if negative {
-        -1
-    } else {
-        1
+    let scale = i32::try_from(digits.split_once('.').map_or(0, |(_, frac)| frac.len())).ok()?;
+    // The two's complement of a positive value is its magnitude behind a zero sign byte.
+    let mut magnitude = unscaled_bytes(digits, scale)?;
+    let leading_zeros = magnitude.iter().take_while(|b| **b == 0).count();
+    magnitude.drain(..leading_zeros);
+    let signum = match (magnitude.is_empty(), negative) {
+        (true, _) => 0,
+        (false, true) => -1,
+        (false, false) => 1,
     };
     Some((signum, magnitude, scale))
 }
@@ -629,6 +625,7 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_read() {
         assert!(!is_debezium_form("[\"5\"]"));
+        assert!(!is_debezium_form("[\"aéé\", \"x\"]"), "sluice's JSON form with a character across byte 8");
         assert_eq!(chunk_key("aced0005"), None, "cut short");
         assert_eq!(chunk_key("aced00057"), None, "odd length");
         let (_, five) = RECORDED[0];

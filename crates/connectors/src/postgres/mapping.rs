@@ -744,16 +744,36 @@ pub fn binary_text(bytes: &[u8], mode: BinaryMode) -> Value {
         BinaryMode::Bytes => Value::Bytes(bytes.to_vec()),
         BinaryMode::Base64 => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
         BinaryMode::Base64UrlSafe => Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes)),
-        BinaryMode::Hex => Value::String(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+        BinaryMode::Hex => Value::String(hex_string(bytes)),
     }
 }
 
 fn parse_bytea(text: &str) -> Option<Vec<u8>> {
-    let hex = text.strip_prefix("\\x")?;
-    if hex.len() % 2 != 0 {
+    hex_octets(text.strip_prefix("\\x")?)
+}
+
+/// The octets an even number of hexadecimal digits spell (either case); `None` otherwise.
+pub(super) fn hex_octets(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()
+}
+
+/// A UUID's text form (8-4-4-4-12 lower-case hexadecimal digits).
+pub(super) fn uuid_text(octets: &[u8; 16]) -> String {
+    let h = hex_string(octets);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+/// Octets as lower-case hexadecimal digits.
+pub(super) fn hex_string(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

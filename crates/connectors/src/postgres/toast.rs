@@ -61,8 +61,7 @@ fn name_uuid(octets: &[u8]) -> String {
     let mut b: [u8; 16] = Md5::digest(octets).into();
     b[6] = (b[6] & 0x0f) | 0x30;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    super::mapping::uuid_text(&b)
 }
 
 #[cfg(test)]
