@@ -352,10 +352,11 @@ pub fn validate_errors_of(infos: &Json, key: &str) -> Vec<String> {
 }
 
 /// The records of `topic` in the embedded log under `data` (`sluice topics consume`), one
-/// JSON object each; none while the topic does not exist yet.
+/// JSON object each; none while the topic does not exist yet. Any other failure fails the test.
 pub fn consume_topic(data: &Path, topic: &str) -> Vec<Json> {
-    let (code, out, _) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().expect("utf-8 path"), "--from-beginning"]);
+    let (code, out, err) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().expect("utf-8 path"), "--from-beginning"]);
     if code != 0 {
+        assert!(err.contains("does not exist"), "sluice topics consume {topic} failed: {err}");
         return Vec::new();
     }
     out.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect()

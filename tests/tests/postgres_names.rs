@@ -22,11 +22,7 @@ fn avro_name_adjustment_renames_schemas_and_fields_as_debezium_does() {
         let (code, body) = w.post("/connectors", &json!({"name": name, "config": config}));
         assert_eq!(code, 201, "{body}");
     }
-    let record = |topic: &str| -> Option<Json> {
-        let data = w.dir.join("data");
-        let (code, out, _) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
-        (code == 0).then(|| out.lines().next().map(|l| serde_json::from_str(l).unwrap())).flatten()
-    };
+    let record = |topic: &str| -> Option<Json> { sluice_tests::consume_topic(&w.dir.join("data"), topic).into_iter().next() };
     let mut seen = Vec::new();
     for (prefix, envelope, key, field) in [
         ("a", "a.public.my_table.Envelope", "a.public.my_table.Key", "_1st_col"),

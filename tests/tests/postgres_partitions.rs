@@ -10,13 +10,7 @@ use sluice_tests::{eventually, json, Json, Postgres, Worker};
 const ROOT_TOPIC: &str = "srv.public.events";
 
 fn records(w: &Worker, topic: &str) -> Vec<Json> {
-    let data = w.dir.join("data");
-    let (code, out, err) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
-    if err.contains("does not exist") {
-        return Vec::new();
-    }
-    assert_eq!(code, 0, "{err}");
-    out.lines().map(|l| serde_json::from_str::<Json>(l).unwrap()).filter(|r| !r["value"].is_null()).collect()
+    sluice_tests::consume_topic(&w.dir.join("data"), topic).into_iter().filter(|r| !r["value"].is_null()).collect()
 }
 
 /// (op, id, region) of each change on the root's topic.

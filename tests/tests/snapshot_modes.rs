@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use sluice_tests::{eventually, json, Json, Postgres, Worker};
+use sluice_tests::{eventually, json, Postgres, Worker};
 
 const TOPIC: &str = "srv.public.items";
 
@@ -20,14 +20,8 @@ fn start_worker(dir: &Path) -> Worker {
 
 /// (op, id) of every change record in the topic, in order (tombstones left out).
 fn changes(w: &Worker) -> Vec<(String, i64)> {
-    let data = w.dir.join("data");
-    let (code, out, err) = Worker::cli(&["topics", "consume", TOPIC, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
-    if err.contains("does not exist") {
-        return Vec::new();
-    }
-    assert_eq!(code, 0, "{err}");
-    out.lines()
-        .map(|l| serde_json::from_str::<Json>(l).unwrap())
+    sluice_tests::consume_topic(&w.dir.join("data"), TOPIC)
+        .into_iter()
         .filter(|r| !r["value"].is_null())
         .map(|r| {
             let v = &r["value"];
