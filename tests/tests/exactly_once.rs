@@ -44,6 +44,30 @@ fn member_id(w: &Worker) -> String {
     id.trim_matches('"').to_owned()
 }
 
+/// [`eventually`], but a timeout also shows the end of the worker's log and what the two
+/// readers count, so a stall can be told apart from a slow machine.
+fn progress(w: &Worker, bootstrap: &str, timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !f() {
+        if std::time::Instant::now() >= deadline {
+            let log = sluice_tests::strip_ansi(&w.output());
+            let tail: Vec<&str> = log.lines().rev().take(60).collect::<Vec<_>>().into_iter().rev().collect();
+            let committed = bench_ids(bootstrap, "eos-rows", "read_committed");
+            let all = bench_ids(bootstrap, "eos-rows", "read_uncommitted");
+            let (status, body) = w.get("/connectors/gen/status");
+            panic!(
+                "timed out after {timeout:?} waiting for {what}: {} rows committed (last id {:?}), {} in the log; status {status} {body}\n\
+                 the worker's last log lines:\n{}",
+                committed.len(),
+                committed.last(),
+                all.len(),
+                tail.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn eos_props(bootstrap: &str, group: &str) -> Vec<(String, String)> {
     [
         ("bootstrap.servers", bootstrap),
@@ -113,7 +137,7 @@ fn a_sigkill_mid_transaction_leaves_no_duplicates_and_no_gaps() {
         let before = bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len();
         // Up to 2 minutes: a restart can wait for the broker to give up the killed instance's
         // open transaction (twice in six runs on a loaded 2-core machine, 60 s were short).
-        eventually(Duration::from_secs(120), "more committed rows", || {
+        progress(&w, &broker.bootstrap, Duration::from_secs(120), "more committed rows", || {
             bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() > before + 5_000
         });
         let member = member_id(&w);
@@ -124,14 +148,14 @@ fn a_sigkill_mid_transaction_leaves_no_duplicates_and_no_gaps() {
         w.restart();
         w.wait_running("gen", 1);
         let after = bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len();
-        eventually(Duration::from_secs(120), "rows committed after the restart", || {
+        progress(&w, &broker.bootstrap, Duration::from_secs(120), "rows committed after the restart", || {
             bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() as i64 >= (after as i64 + 5_000).min(TOTAL)
         });
         let all = bench_ids(&broker.bootstrap, "eos-rows", "read_uncommitted");
         aborted_seen |= all.len() > all.iter().collect::<std::collections::BTreeSet<_>>().len();
     }
     assert!(aborted_seen, "no kill out of {kills} landed inside a transaction");
-    eventually(Duration::from_secs(120), "every row committed", || {
+    progress(&w, &broker.bootstrap, Duration::from_secs(120), "every row committed", || {
         bench_ids(&broker.bootstrap, "eos-rows", "read_committed").len() as i64 >= TOTAL
     });
     // Two sinks, created once the source is done: one with this worker's default, which

@@ -20,6 +20,7 @@ mod metrics;
 mod pg_s3;
 mod pipeline;
 mod postgres;
+mod postgres_blocking;
 mod postgres_features;
 mod postgres_golden;
 mod postgres_incremental;

@@ -53,7 +53,7 @@ fn psql_file(pg: &Postgres, stream: bool) {
     assert!(out.status.success(), "fixture.sql (stream={stream}) failed: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn consume(data: &Path, topic: &str) -> Vec<Json> {
+pub(crate) fn consume(data: &Path, topic: &str) -> Vec<Json> {
     let (code, out, _) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
     if code != 0 {
         return Vec::new();
@@ -62,7 +62,7 @@ fn consume(data: &Path, topic: &str) -> Vec<Json> {
 }
 
 /// A record's value with the machine-dependent fields set to 0.
-fn normalised(mut value: Json) -> Json {
+pub(crate) fn normalised(mut value: Json) -> Json {
     if value.is_object() {
         for f in ["ts_ms", "ts_us", "ts_ns"] {
             if value.get(f).is_some() {
@@ -81,7 +81,7 @@ fn normalised(mut value: Json) -> Json {
 }
 
 /// The dotted paths where `a` and `b` differ (leaves, or where the kinds differ).
-fn differences(a: &Json, b: &Json, path: &str, out: &mut Vec<String>) {
+pub(crate) fn differences(a: &Json, b: &Json, path: &str, out: &mut Vec<String>) {
     match (a, b) {
         (Json::Object(x), Json::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();

@@ -164,13 +164,6 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     slow_close(&pg);
     let mut w = start_worker(dir.path(), &pg, "sluice_incr", "100");
 
-    // A blocking snapshot is not supported: the signal is refused in the log, the task runs on.
-    signal(&pg, "blocking-1", "execute-snapshot", r#"{"data-collections": ["public.items"], "type": "blocking"}"#);
-    eventually(Duration::from_secs(30), "the refusal of the blocking snapshot in the log", || {
-        w.output().contains("blocking snapshots are not supported")
-    });
-    assert!(consume(&data, TOPIC).iter().all(|r| op(r) != "r"), "a blocking signal read rows");
-
     let writer = writer(&pg, ROWS);
     signal(&pg, "ad-hoc-1", "execute-snapshot", r#"{"data-collections": ["public.items"], "type": "INCREMENTAL"}"#);
 

@@ -101,7 +101,7 @@ def props_text(d):
     return "".join(f"{k}={v}\n" for k, v in d.items())
 
 
-def record_mode(name, extra, libs, out, full):
+def record_mode(name, extra, libs, out, full, fixture=os.path.join(HERE, "fixture.sql")):
     work = os.path.join(WORK, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -109,7 +109,7 @@ def record_mode(name, extra, libs, out, full):
     psql("-c", "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                "WHERE slot_name = 'golden_slot' AND NOT active",
          "-c", "DROP PUBLICATION IF EXISTS golden_pub")
-    psql("-v", "stream=false", "-f", os.path.join(HERE, "fixture.sql"), stderr=subprocess.DEVNULL)
+    psql("-v", "stream=false", "-f", fixture, stderr=subprocess.DEVNULL)
     cfg = dict(BASE, **extra)
     cfg["offset.storage.file.filename"] = os.path.join(work, "offsets.dat")
     with open(os.path.join(work, "engine.properties"), "w") as f:
@@ -132,7 +132,7 @@ def record_mode(name, extra, libs, out, full):
             if time.time() > deadline:
                 raise SystemExit(f"{name}: no end of snapshot within 240 s; see {work}/engine.log")
             time.sleep(0.2)
-        psql("-v", "stream=true", "-f", os.path.join(HERE, "fixture.sql"), stderr=subprocess.DEVNULL)
+        psql("-v", "stream=true", "-f", fixture, stderr=subprocess.DEVNULL)
         rc = proc.wait(timeout=330)
         if rc != 0:
             raise SystemExit(f"{name}: the engine exited {rc}; see {work}/java.out and engine.log")

@@ -17,14 +17,16 @@
 //! Progress: while an incremental snapshot runs, every record's offset carries
 //! `incremental_snapshot_collections` (Debezium's JSON list of the tables left, the one being
 //! read first), `incremental_snapshot_primary_key` (the key of the last row read and
-//! handed out, as a JSON array of its text forms) and `incremental_snapshot_maximum_key`
-//! (the table's largest key when its snapshot started). Each `r` record carries its own key,
-//! so a restart (or a crash) resumes after the last durable row instead of at the start:
-//! the rest of the interrupted chunk is read again in a new window. Watermark rows of the
-//! interrupted run are ignored (their chunk id is not the current one).
+//! handed out) and `incremental_snapshot_maximum_key` (the table's largest key when its
+//! snapshot started); both keys are written as Debezium writes them (the hex of a
+//! Java-serialized `Object[]`, see `java_keys`) where their types allow, so an offset moves
+//! between the two mid-snapshot. Each `r` record carries its own key, so a restart (or a
+//! crash) resumes after the last durable row instead of at the start: the rest of the
+//! interrupted chunk is read again in a new window. Watermark rows of the interrupted run
+//! are ignored (their chunk id is not the current one).
 //!
-//! Debezium serializes the two keys as hexadecimal Java serialization; here they are JSON,
-//! so offsets of a running incremental snapshot do not carry over between the two.
+//! An `execute-snapshot` of type `blocking` is not an incremental snapshot: the stream acts
+//! on it (replication.rs) and the task reads the tables while streaming waits (snapshot.rs).
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -61,6 +63,10 @@ pub enum Action {
     /// `execute-snapshot` of type incremental: the data-collection expressions, and the
     /// `additional-conditions` as (data-collection expression, SQL filter) pairs.
     Execute(Vec<String>, Vec<(String, String)>),
+    /// `execute-snapshot` of type blocking: streaming stops while the tables are read in one
+    /// go, then goes on (see `blocking` in snapshot.rs). Each `additional-conditions` filter is
+    /// the whole SELECT statement that reads its table, as in Debezium.
+    Blocking(Vec<String>, Vec<(String, String)>),
     /// `stop-snapshot`: the data-collection expressions (empty: all).
     Stop(Vec<String>),
     Pause,
@@ -101,17 +107,21 @@ impl Signal {
                 Some(other) => Err(format!("data-collections must be an array of table names, not {other}")),
             }
         };
-        let incremental = || match data.get("type").and_then(Json::as_str).map(str::to_ascii_lowercase).as_deref() {
+        let kind = data.get("type").and_then(Json::as_str).map(str::to_ascii_lowercase);
+        let blocking = kind.as_deref() == Some("blocking");
+        let incremental = || match kind.as_deref() {
             None | Some("incremental") => Ok(()),
-            Some("blocking") => Err("blocking snapshots are not supported yet; use \"type\": \"incremental\"".to_owned()),
-            Some(other) => Err(format!("unknown snapshot type {other:?}; use incremental")),
+            Some("blocking") => Err("stop-snapshot stops incremental snapshots only (a blocking snapshot runs to its end)".to_owned()),
+            Some(other) => Err(format!("unknown snapshot type {other:?}; use incremental or blocking")),
         };
         let non_empty = |key: &str| data.get(key).is_some_and(|v| !v.is_null() && v != &json!([]) && v != &json!({}) && v != &json!(""));
         let rejected = |why: String| Action::Rejected(format!("signal {:?} ({}) ignored: {why}", self.id, self.kind));
         match self.kind.as_str() {
             "execute-snapshot" => {
-                if let Err(why) = incremental() {
-                    return rejected(why);
+                if !blocking {
+                    if let Err(why) = incremental() {
+                        return rejected(why);
+                    }
                 }
                 for key in ["additional-condition", "surrogate-key"] {
                     if non_empty(key) {
@@ -133,6 +143,7 @@ impl Signal {
                 }
                 match collections() {
                     Ok(c) if c.is_empty() => rejected("data-collections is empty".to_owned()),
+                    Ok(c) if blocking => Action::Blocking(c, conditions),
                     Ok(c) => Action::Execute(c, conditions),
                     Err(why) => rejected(why),
                 }
@@ -149,6 +160,39 @@ impl Signal {
             other => rejected(format!("unknown signal type {other:?}")),
         }
     }
+}
+
+/// Whether `pattern` (a regular expression over `schema.table`, case-insensitive, as
+/// Debezium's data-collection expressions; a string that is not one is compared as is) names `t`.
+fn names(pattern: &str, t: &TableId) -> bool {
+    let name = t.to_string();
+    match regex::RegexBuilder::new(&format!("^(?:{pattern})$")).case_insensitive(true).build() {
+        Ok(re) => re.is_match(&name),
+        Err(_) => name == pattern,
+    }
+}
+
+/// The captured tables an `execute-snapshot` signal's data-collections name, each once, in
+/// the order asked; a pattern that names none is logged and skipped.
+pub fn requested(captured: &[TableId], patterns: &[String], signal: &str) -> Vec<TableId> {
+    let mut out: Vec<TableId> = Vec::new();
+    for pattern in patterns {
+        let matched: Vec<&TableId> = captured.iter().filter(|t| names(pattern, t)).collect();
+        if matched.is_empty() {
+            tracing::warn!(signal, collection = %pattern, "execute-snapshot: no captured table matches; it is skipped");
+        }
+        for t in matched {
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The `additional-conditions` filter for `t`: the first entry whose data-collection names it.
+pub fn condition_for<'c>(conditions: &'c [(String, String)], t: &TableId) -> Option<&'c str> {
+    conditions.iter().find(|(pattern, _)| names(pattern, t)).map(|(_, f)| f.as_str())
 }
 
 /// Where the `r` records of a closing window go, and what their offsets are based on
@@ -302,32 +346,11 @@ impl Incremental {
         match signal.action() {
             Action::Execute(patterns, conditions) => {
                 let captured = catalog::tables(client, &cfg.filter).await?;
-                let mut added = Vec::new();
-                for pattern in &patterns {
-                    let matched: Vec<&TableId> = match regex::RegexBuilder::new(&format!("^(?:{pattern})$")).case_insensitive(true).build()
-                    {
-                        Ok(re) => captured.iter().filter(|t| re.is_match(&t.to_string())).collect(),
-                        Err(_) => captured.iter().filter(|t| t.to_string() == *pattern).collect(),
-                    };
-                    if matched.is_empty() {
-                        tracing::warn!(signal = %signal.id, collection = %pattern, "execute-snapshot: no captured table matches; it is skipped");
-                    }
-                    for t in matched {
-                        if !self.collections.contains(t) && !added.contains(t) {
-                            added.push(t.clone());
-                        }
-                    }
-                }
+                let added: Vec<TableId> =
+                    requested(&captured, &patterns, &signal.id).into_iter().filter(|t| !self.collections.contains(t)).collect();
                 for t in &added {
-                    let filter = conditions.iter().find(|(pattern, _)| {
-                        *pattern == t.to_string()
-                            || regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
-                                .case_insensitive(true)
-                                .build()
-                                .is_ok_and(|re| re.is_match(&t.to_string()))
-                    });
-                    if let Some((_, filter)) = filter {
-                        self.conditions.insert(t.clone(), filter.clone());
+                    if let Some(filter) = condition_for(&conditions, t) {
+                        self.conditions.insert(t.clone(), filter.to_owned());
                     }
                 }
                 tracing::info!(signal = %signal.id, tables = ?added.iter().map(ToString::to_string).collect::<Vec<_>>(), "incremental snapshot requested");
@@ -373,6 +396,8 @@ impl Incremental {
                 }
             }
             Action::Log(message) => tracing::info!(signal = %signal.id, %message, "log signal"),
+            // Acted on by the stream (replication.rs), which never hands it here.
+            Action::Blocking(..) => tracing::error!(signal = %signal.id, "a blocking snapshot signal reached the incremental snapshot"),
             Action::Rejected(why) => tracing::error!(signal = %signal.id, "{why}"),
         }
         Ok(Vec::new())
@@ -727,10 +752,18 @@ mod tests {
             signal("execute-snapshot", r#"{"data-collections": ["public.a"]}"#).action(),
             Action::Execute(vec!["public.a".into()], vec![])
         );
-        let Action::Rejected(why) = signal("execute-snapshot", r#"{"data-collections": ["public.a"], "type": "blocking"}"#).action() else {
-            panic!("blocking accepted")
+        assert_eq!(
+            signal("execute-snapshot", r#"{"data-collections": ["public.a"], "type": "BLOCKING",
+                "additional-conditions": [{"data-collection": "public.a", "filter": "SELECT * FROM public.a WHERE x = 1"}]}"#)
+            .action(),
+            Action::Blocking(vec!["public.a".into()], vec![("public.a".into(), "SELECT * FROM public.a WHERE x = 1".into())])
+        );
+        let Action::Rejected(why) = signal("stop-snapshot", r#"{"type": "blocking"}"#).action() else { panic!("stop of a blocking snapshot") };
+        assert!(why.contains("incremental snapshots only"), "{why}");
+        let Action::Rejected(why) = signal("execute-snapshot", r#"{"data-collections": ["public.a"], "type": "fast"}"#).action() else {
+            panic!("an unknown type accepted")
         };
-        assert!(why.contains("blocking snapshots are not supported"), "{why}");
+        assert!(why.contains("incremental or blocking"), "{why}");
         assert!(matches!(signal("execute-snapshot", r#"{"data-collections": []}"#).action(), Action::Rejected(_)));
         assert!(matches!(signal("execute-snapshot", "not json").action(), Action::Rejected(_)));
         assert_eq!(

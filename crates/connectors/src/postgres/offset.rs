@@ -169,14 +169,20 @@ impl StoredOffset {
         };
         let lsn = lsn_of("lsn")?
             .ok_or_else(|| ConnectError::fatal(format!("stored offset {offset:?} has no lsn; reset the connector's offsets")))?;
+        let flag = |key: &str| offset.get(key) == Some(&Json::Bool(true));
         let snapshot = match offset.get("snapshot") {
-            Some(Json::Bool(true)) => {
-                if offset.get("last_snapshot_record") == Some(&Json::Bool(true)) {
+            Some(Json::Bool(true)) if flag("last_snapshot_record") => SnapshotState::Completed,
+            Some(Json::Bool(true)) => SnapshotState::InProgress,
+            // Debezium 3 names the kind: its initial snapshot, as sluice's `true`.
+            Some(Json::String(kind)) if kind == "INITIAL" => {
+                if flag("last_snapshot_record") || flag("snapshot_completed") {
                     SnapshotState::Completed
                 } else {
                     SnapshotState::InProgress
                 }
             }
+            // A blocking snapshot's records carry the stream position where it was asked for
+            // (sluice's, before its last record, one that reads the signal again).
             _ => SnapshotState::None,
         };
         Ok(Self {
@@ -406,6 +412,21 @@ mod tests {
         p.handed(None);
         assert!(!p.drained());
         assert_eq!(p.server_idle(Lsn(500)), None);
+    }
+
+    #[test]
+    fn debeziums_named_snapshot_kinds() {
+        let parse = |v: Json| StoredOffset::parse(v.as_object().unwrap()).unwrap();
+        // Debezium 3's initial snapshot, in progress and done.
+        let o = parse(json!({"lsn": 10, "txId": 1, "ts_usec": 1, "snapshot": "INITIAL", "last_snapshot_record": false, "snapshot_completed": false}));
+        assert_eq!((o.snapshot, o.snapshot_position), (SnapshotState::InProgress, None));
+        let o = parse(json!({"lsn": 10, "txId": 1, "ts_usec": 1, "snapshot": "INITIAL", "last_snapshot_record": true, "snapshot_completed": true}));
+        assert_eq!(o.snapshot, SnapshotState::Completed);
+        // A blocking snapshot's record: a stream position (here sluice's, before the signal).
+        let o = parse(json!({"lsn": 99, "lsn_proc": 99, "lsn_commit": 120, "txId": 3, "ts_usec": 1, "txn_seq": 1,
+            "snapshot": "BLOCKING", "last_snapshot_record": false, "snapshot_completed": false}));
+        assert_eq!(o.snapshot, SnapshotState::None);
+        assert_eq!((o.resume_lsn(), o.skip()), (Lsn(120), Some(Skip::seq(Lsn(120), 1))));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::column::SourceColumn;
 use super::config::{self, PostgresConfig};
 use super::decode::{self, Datum, Message, OldTuple, Relation};
 use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSchema};
-use super::incremental::{Emit, Incremental, Signal};
+use super::incremental::{Action, Emit, Incremental, Signal};
 use super::mapping::{Modes, SESSION_OPTIONS};
 use super::message::{self, MessageTopic};
 use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
@@ -179,6 +179,26 @@ pub struct Stream {
     last_begin_ts_usec: Option<i64>,
     /// Built at the first logical decoding message.
     messages: Option<MessageTopic>,
+    /// A blocking snapshot asked for by the last signal read: the batch ends at it.
+    blocking: Option<BlockingRequest>,
+}
+
+/// An `execute-snapshot` signal of type blocking, read at `lsn` (the change with ordinal
+/// `seq` of transaction `tx_id`): the stream stops after it, and the task reads the tables
+/// before streaming on (see `Blocking` in snapshot.rs).
+#[derive(Debug, Clone)]
+pub struct BlockingRequest {
+    pub signal: String,
+    pub collections: Vec<String>,
+    pub conditions: Vec<(String, String)>,
+    pub lsn: Lsn,
+    pub tx_id: i64,
+    /// The `source.sequence` of a change at `lsn`.
+    pub sequence: String,
+    /// The offsets of the snapshot's records: up to the change before the signal (all but
+    /// the last), and past the signal (the last).
+    pub before: SourceOffset,
+    pub after: SourceOffset,
 }
 
 /// Change records are built without a source position: inside a batch, only the last one
@@ -216,6 +236,7 @@ impl Stream {
             tail: None,
             last_begin_ts_usec: None,
             messages: None,
+            blocking: None,
         })
     }
 
@@ -227,6 +248,11 @@ impl Stream {
 
     pub fn confirm(&self, lsn: Lsn) {
         self.client.update_applied_lsn(lsn);
+    }
+
+    /// The blocking snapshot the batch just read asked for, if any.
+    pub fn take_blocking(&mut self) -> Option<BlockingRequest> {
+        self.blocking.take()
     }
 
     pub async fn close(mut self) {
@@ -326,8 +352,9 @@ impl Stream {
             for r in &mut out[before..] {
                 ctx.incremental.stamp(&mut r.source_offset);
             }
-            if ctx.incremental.wants_chunk() {
-                // A window closed or a snapshot was asked for: the next poll reads a chunk.
+            if ctx.incremental.wants_chunk() || self.blocking.is_some() {
+                // A window closed or a snapshot was asked for: the next poll reads a chunk
+                // (or, for a blocking snapshot, the tables while the stream waits).
                 break;
             }
         }
@@ -528,10 +555,38 @@ impl Stream {
         for r in &mut out[first_any..] {
             ctx.incremental.stamp(&mut r.source_offset);
         }
+        let blocking = match signal.as_ref().map(Signal::action) {
+            Some(Action::Blocking(collections, conditions)) => Some((collections, conditions)),
+            _ => None,
+        };
+        // Before a blocking snapshot's last record is durable, no offset covers its signal:
+        // a restart reads the signal again (and sends the signal row's own record again).
+        let (tail_lsn, tail_seq) = if blocking.is_some() { (Lsn(lsn.0.saturating_sub(1)), seq - 1) } else { (lsn, seq) };
         if out.len() > first {
-            self.tail = Some(Tail { lsn, commit_lsn, xid, ts_usec, seq });
+            self.tail = Some(Tail { lsn: tail_lsn, commit_lsn, xid, ts_usec, seq: tail_seq });
         }
-        if let Some(signal) = signal {
+        if let (Some((collections, conditions)), Some(signal)) = (blocking, signal.as_ref()) {
+            self.settle_tail(ctx, out);
+            let mut before = change_offset(tail_lsn, commit_lsn, i64::from(xid), ts_usec, tail_seq);
+            let mut after = offset();
+            for o in [&mut before, &mut after] {
+                ctx.incremental.stamp(o);
+                o.insert("snapshot".into(), serde_json::json!("BLOCKING"));
+                o.insert("last_snapshot_record".into(), serde_json::json!(false));
+                o.insert("snapshot_completed".into(), serde_json::json!(false));
+            }
+            tracing::info!(signal = %signal.id, tables = ?collections, %lsn, "blocking snapshot requested: streaming stops after the signal until the tables are read");
+            self.blocking = Some(BlockingRequest {
+                signal: signal.id.clone(),
+                collections,
+                conditions,
+                lsn,
+                tx_id: i64::from(xid),
+                sequence: sequence(self.last_commit_lsn, lsn),
+                before,
+                after,
+            });
+        } else if let Some(signal) = signal {
             // The signal changes what offsets carry: the changes before it get theirs now.
             self.settle_tail(ctx, out);
             let emit = Emit { base: offset(), lsn, tx_id: i64::from(xid), source_schema: ctx.source_schema, partition: ctx.partition };

@@ -111,6 +111,7 @@ pub struct SnapshotReader {
     failed: Option<(bool, String)>,
     source_schema: SchemaRef,
     partition: SourcePartition,
+    blocking: Option<Blocking>,
 }
 
 /// A row read, with the text form of its primary key columns (`None`: no primary key).
@@ -134,6 +135,25 @@ struct Held {
     last_of_table: bool,
 }
 
+/// A blocking snapshot (an `execute-snapshot` signal of type blocking, as Debezium's):
+/// streaming stopped just after the signal and goes on from there once the last record is
+/// handed out. Its records carry the signal's stream position: in `source` (lsn, txId,
+/// sequence, beside the snapshot's own `ts_ms` and markers) and in their offsets, with
+/// `snapshot: "BLOCKING"`. Every record but the last has the offset `before` (up to the
+/// change before the signal), so a restart reads the signal again and the snapshot runs
+/// again from its start; the last has `after` (past the signal).
+#[derive(Clone, Debug)]
+pub struct Blocking {
+    pub lsn: Lsn,
+    pub tx_id: i64,
+    pub sequence: String,
+    pub before: SourceOffset,
+    pub after: SourceOffset,
+    /// `additional-conditions`: the SELECT statement that reads a table (its columns are
+    /// taken by name from what it returns).
+    pub selects: BTreeMap<TableId, String>,
+}
+
 pub struct SnapshotSettings {
     pub prefix: String,
     pub db: String,
@@ -144,6 +164,7 @@ pub struct SnapshotSettings {
     pub source_schema: SchemaRef,
     pub partition: SourcePartition,
     pub rules: Arc<ColumnRules>,
+    pub blocking: Option<Blocking>,
 }
 
 /// What the sessions share: the tables left, in order, and how to read them.
@@ -178,7 +199,7 @@ impl SnapshotReader {
             .query_one("SELECT txid_current()", &[])
             .await
             .map_err(|e| catalog::query_error("reading the snapshot transaction id", e))?;
-        let tx_id: i64 = row.get(0);
+        let tx_id: i64 = s.blocking.as_ref().map_or_else(|| row.get(0), |b| b.tx_id);
         tables.sort();
         let queue: VecDeque<(TableId, Option<Vec<String>>)> = tables
             .into_iter()
@@ -226,6 +247,14 @@ impl SnapshotReader {
             });
         }
         let settings = &shared.settings;
+        let ts_ms = now_ms();
+        let blocking = settings.blocking.clone().map(|mut b| {
+            // Debezium's offsets of snapshot records carry the snapshot's start.
+            for o in [&mut b.before, &mut b.after] {
+                o.insert("ts_usec".into(), serde_json::json!(ts_ms * 1000));
+            }
+            b
+        });
         Ok(Self {
             rx,
             workers,
@@ -235,13 +264,14 @@ impl SnapshotReader {
             chunk: None,
             lsn,
             tx_id: Some(tx_id),
-            ts_ms: now_ms(),
+            ts_ms,
             held: None,
             emitted: 0,
             finished: false,
             failed: None,
             source_schema: settings.source_schema.clone(),
             partition: settings.partition.clone(),
+            blocking,
         })
     }
 
@@ -334,7 +364,10 @@ impl SnapshotReader {
     fn hand(&mut self, table: SharedTable, row: Row, key: Option<Vec<String>>, out: &mut Vec<SourceRecord>) {
         let p = self.position.as_mut().expect("rows come after their table's Started");
         p.open.insert(table.id.clone(), key);
-        let offset = snapshot_offset(self.lsn, self.tx_id, self.ts_ms * 1000, false, Some(p));
+        let offset = match &self.blocking {
+            Some(b) => b.before.clone(),
+            None => snapshot_offset(self.lsn, self.tx_id, self.ts_ms * 1000, false, Some(p)),
+        };
         let first_of_table = self.fresh.remove(&table.id);
         if let Some(prev) = self.held.replace(Held { table, row, offset, first_of_table, last_of_table: false }) {
             out.push(self.build(prev, false));
@@ -358,11 +391,20 @@ impl SnapshotReader {
             "true"
         };
         self.emitted += 1;
-        let sequence = Some(format!("[null,\"{}\"]", self.lsn.0));
-        let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(self.lsn.0), sequence };
-        let mut offset = held.offset;
+        let (lsn, sequence) = match &self.blocking {
+            Some(b) => (b.lsn, b.sequence.clone()),
+            None => (self.lsn, format!("[null,\"{}\"]", self.lsn.0)),
+        };
+        let info = SourceInfo { ts_ms: self.ts_ms, snapshot: marker, tx_id: self.tx_id, lsn: Some(lsn.0), sequence: Some(sequence) };
+        let mut offset = match (&self.blocking, last) {
+            (Some(b), true) => b.after.clone(),
+            _ => held.offset,
+        };
         if last {
             offset.insert("last_snapshot_record".into(), serde_json::Value::Bool(true));
+            if self.blocking.is_some() {
+                offset.insert("snapshot_completed".into(), serde_json::Value::Bool(true));
+            }
         }
         held.table.record('r', Row::NONE, held.row, &info, &self.source_schema, &self.partition, offset)
     }
@@ -439,7 +481,13 @@ async fn open(
     key.sort_unstable();
     let key: Arc<[usize]> = key.into_iter().map(|(_, i)| i).collect();
     let select = cols.iter().map(|c| quote_ident(&c.name)).collect::<Vec<_>>().join(", ");
-    let mut sql = format!("SELECT {select} FROM {}", id.quoted());
+    let custom = s.blocking.as_ref().and_then(|b| b.selects.get(id));
+    let mut sql = match custom {
+        // The user's statement, its columns taken by name in the table's order, its rows
+        // in key order as every snapshot read here.
+        Some(statement) => format!("SELECT {select} FROM ({}) AS sluice_selected", statement.trim().trim_end_matches(';')),
+        None => format!("SELECT {select} FROM {}", id.quoted()),
+    };
     if !key.is_empty() {
         let key_cols = key.iter().map(|i| quote_ident(&cols[*i].name)).collect::<Vec<_>>().join(", ");
         if let Some(after) = &after {

@@ -27,11 +27,11 @@ use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
 use super::metrics::DebeziumMetrics;
 use super::slot_guard::{LagAction, SlotGuard};
-use super::incremental::Incremental;
+use super::incremental::{self, Incremental};
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotPosition, SnapshotState, StoredOffset};
-use super::replication::{self, Handed, Stream, StreamContext};
-use super::snapshot::{SnapshotReader, SnapshotSettings};
+use super::replication::{self, BlockingRequest, Handed, Stream, StreamContext};
+use super::snapshot::{Blocking, SnapshotReader, SnapshotSettings};
 
 enum Phase {
     Snapshot(Box<SnapshotRun>),
@@ -49,6 +49,8 @@ struct SnapshotRun {
     started_at: Option<SnapshotPosition>,
     /// The offset of the last record handed out: where the snapshot stands.
     handed: Option<SourceOffset>,
+    /// A blocking snapshot, asked for while streaming: streaming goes on after it.
+    blocking: Option<Blocking>,
 }
 
 struct Running {
@@ -68,6 +70,8 @@ struct Running {
     slot_guard: SlotGuard,
     metrics: DebeziumMetrics,
     incremental: Incremental,
+    /// A blocking snapshot the stream stopped for, to start at the next poll.
+    blocking: Option<BlockingRequest>,
     shutdown: CancellationToken,
 }
 
@@ -202,6 +206,7 @@ impl Running {
                     tables,
                     started_at,
                     handed: None,
+                    blocking: None,
                 })),
                 Handed { resume: lsn, skip, last_commit: streaming_from.and_then(|o| o.lsn_commit) },
             )
@@ -221,6 +226,7 @@ impl Running {
             slot_guard: SlotGuard::new(cfg.slot_guard.clone()),
             metrics,
             incremental,
+            blocking: None,
             cfg,
             catalog,
             catalog_retry: None,
@@ -240,8 +246,15 @@ impl Running {
         let max = self.cfg.max_batch_size;
         match &mut self.phase {
             Phase::Snapshot(run) => {
-                let SnapshotRun { reader, then_stream, tables, started_at, handed, .. } = &mut **run;
-                if reader.lost_a_session() {
+                let SnapshotRun { reader, then_stream, tables, started_at, handed, blocking, .. } = &mut **run;
+                if let (true, Some(b)) = (reader.lost_a_session(), blocking.as_ref()) {
+                    // A blocking snapshot is not resumed part way: it is read again.
+                    let client = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+                    let mut settings = snapshot_settings(&self.cfg, &self.modes, &self.source_schema, &self.partition);
+                    settings.blocking = Some(b.clone());
+                    tracing::info!("a blocking snapshot session was lost: the blocking snapshot starts again");
+                    *reader = SnapshotReader::begin(&self.cfg, client, tables.clone(), None, b.lsn, None, settings).await?;
+                } else if reader.lost_a_session() {
                     // A lost session (the server restarted, a backend was ended): the
                     // snapshot goes on after the last record handed out, on a new snapshot,
                     // as a restarted task would from that record's offset. Until the server
@@ -261,6 +274,9 @@ impl Running {
                     Some(records) => {
                         if let Some(last) = records.last() {
                             *handed = Some(last.source_offset.clone());
+                            if blocking.is_some() {
+                                self.progress.handed(Some(&last.source_offset));
+                            }
                         }
                         self.metrics.snapshot_rows(&records);
                         Ok(records)
@@ -300,6 +316,16 @@ impl Running {
                         }
                     }
                 }
+                if let Some(request) = self.blocking.take() {
+                    // Retried at the next poll when it fails (a lost session, say).
+                    return match self.start_blocking(&request).await {
+                        Ok(()) => Ok(Vec::new()),
+                        Err(e) => {
+                            self.blocking = Some(request);
+                            Err(e)
+                        }
+                    };
+                }
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
                 }
@@ -335,6 +361,14 @@ impl Running {
                 match result {
                     Ok(batch) => {
                         self.metrics.streamed(&batch.records, stream.last_commit_ms());
+                        if let Some(request) = stream.take_blocking() {
+                            // Nothing after the signal was read: the stream waits, closed.
+                            self.blocking = Some(request);
+                            if let Some(s) = self.stream.take() {
+                                s.close().await;
+                            }
+                            self.metrics.connected(false);
+                        }
                         self.progress.handed(batch.records.last().map(|r| &r.source_offset));
                         if let Some(end) = batch.idle_end {
                             let lsn = self.progress.server_idle(end);
@@ -356,6 +390,41 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// Starts the blocking snapshot `request` asked for: the captured tables it names, read
+    /// on a snapshot of their own; streaming goes on after the signal once it is done.
+    async fn start_blocking(&mut self, request: &BlockingRequest) -> ConnectResult<()> {
+        let captured = catalog::tables(&self.catalog, &self.cfg.filter).await?;
+        let tables = incremental::requested(&captured, &request.collections, &request.signal);
+        let selects = tables
+            .iter()
+            .filter_map(|t| incremental::condition_for(&request.conditions, t).map(|f| (t.clone(), f.to_owned())))
+            .collect();
+        let blocking = Blocking {
+            lsn: request.lsn,
+            tx_id: request.tx_id,
+            sequence: request.sequence.clone(),
+            before: request.before.clone(),
+            after: request.after.clone(),
+            selects,
+        };
+        tracing::info!(signal = %request.signal, tables = ?tables.iter().map(ToString::to_string).collect::<Vec<_>>(), "blocking snapshot started; streaming waits");
+        let client = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
+        let mut settings = snapshot_settings(&self.cfg, &self.modes, &self.source_schema, &self.partition);
+        settings.blocking = Some(blocking.clone());
+        let reader = SnapshotReader::begin(&self.cfg, client, tables.clone(), None, request.lsn, None, settings).await?;
+        self.metrics.snapshot_started(tables.len());
+        self.phase = Phase::Snapshot(Box::new(SnapshotRun {
+            reader,
+            _export_session: None,
+            then_stream: true,
+            tables,
+            started_at: None,
+            handed: None,
+            blocking: Some(blocking),
+        }));
+        Ok(())
     }
 
     /// `sluice.slot.lag.action=drop-and-resnapshot`: closes the stream, drops the slot and
@@ -406,6 +475,7 @@ fn snapshot_settings(cfg: &PostgresConfig, modes: &Modes, source_schema: &Schema
         source_schema: source_schema.clone(),
         partition: partition.clone(),
         rules: Arc::new(cfg.columns.clone()),
+        blocking: None,
     }
 }
 
