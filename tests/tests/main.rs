@@ -24,6 +24,7 @@ mod postgres_blocking;
 mod postgres_features;
 mod postgres_golden;
 mod postgres_incremental;
+mod postgres_kafka_signals;
 mod postgres_names;
 mod postgres_partitions;
 mod quickstart;

@@ -12,6 +12,7 @@ pub mod pg_tls;
 pub mod postgres;
 #[cfg(feature = "s3")]
 pub mod s3_sink;
+pub mod signal_kafka;
 pub mod value_json;
 
 use std::sync::Arc;

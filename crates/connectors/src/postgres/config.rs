@@ -6,6 +6,7 @@ use super::catalog::TableId;
 use super::column::{ColumnRules, KeyColumns};
 use super::names::{NameAdjust, TopicNaming};
 use super::transaction::TransactionTopic;
+use crate::signal_kafka::KafkaSignalConfig;
 use crate::pg_tls::{PgTls, SslMode, SOURCE_KEYS};
 use regex::{Regex, RegexBuilder};
 use sluice_api::{ConfigDef, ConfigKey, ConfigType, ConnectError, ConnectResult, Importance, Props, Secret, Validator};
@@ -213,7 +214,11 @@ pub enum AutocreateMode {
 
 pub fn def() -> ConfigDef {
     let s = |name: &str, doc: &str| ConfigKey::new(name, ConfigType::String, Importance::High, doc);
-    ConfigDef::new()
+    let mut def = ConfigDef::new();
+    for key in crate::signal_kafka::keys() {
+        def = def.define(key);
+    }
+    def
         .define(s(HOSTNAME, "Resolvable hostname or IP address of the database server.").validator(Validator::NonEmpty))
         .define(ConfigKey::new(PORT, ConfigType::Int, Importance::High, "Port of the database server.").default_value(DEFAULT_PORT).validator(Validator::Between(1, 65535)))
         .define(s(USER, "Name of the database user; needs the REPLICATION attribute.").validator(Validator::NonEmpty))
@@ -375,7 +380,7 @@ pub fn def() -> ConfigDef {
         )
         .define(ConfigKey::new(PUBLISH_VIA_PARTITION_ROOT, ConfigType::Boolean, Importance::Low, "true: the publication publishes the changes of a partitioned table's partitions under the root table's identity, so they reach the root's topic (publish_via_partition_root); false: under each partition's own.").default_value("false"))
         .define(ConfigKey::new(SIGNAL_DATA_COLLECTION, ConfigType::String, Importance::Low, "The signal table (schema.table, with columns id, type and data) whose inserts, read from the replication stream, are signals.").default_value(""))
-        .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from; this version supports source (the signal table) only.").default_value("source"))
+        .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from: source (the signal table) and kafka (signal.kafka.topic).").default_value("source"))
         .define(
             ConfigKey::new(INCREMENTAL_SNAPSHOT_CHUNK_SIZE, ConfigType::Int, Importance::Low, "Rows read per chunk (one watermark window) of an incremental snapshot.")
                 .default_value(DEFAULT_INCREMENTAL_SNAPSHOT_CHUNK_SIZE)
@@ -457,6 +462,8 @@ pub struct PostgresConfig {
     pub columns: ColumnRules,
     /// `signal.data.collection`: the signal table read from the stream.
     pub signal_table: Option<TableId>,
+    /// `kafka` in `signal.enabled.channels`: the signal topic read between batches.
+    pub kafka_signals: Option<KafkaSignalConfig>,
     /// `message.prefix.include.list` / `exclude.list`: the logical decoding messages emitted.
     pub message_prefixes: PrefixFilter,
     /// `topic.heartbeat.prefix`: heartbeats go to `<this>.<topic.prefix>`.
@@ -572,11 +579,18 @@ impl PostgresConfig {
                 }
             }
         }
+        let mut kafka_signals = None;
         for channel in c.list(SIGNAL_ENABLED_CHANNELS) {
-            if !channel.eq_ignore_ascii_case("source") {
+            if channel.eq_ignore_ascii_case("kafka") {
+                let prefix = c.string(TOPIC_PREFIX).unwrap_or_default();
+                kafka_signals = Some(KafkaSignalConfig::parse(|k| c.string(k).filter(|v| !v.is_empty()), props.iter(), &prefix)?);
+            } else if !channel.eq_ignore_ascii_case("source") {
                 return Err(ConnectError::config(
                     SIGNAL_ENABLED_CHANNELS,
-                    format!("signal channel {channel:?} is not supported yet; only source (the signal table named by signal.data.collection) is"),
+                    format!(
+                        "signal channel {channel:?} is not supported; use source (the signal table named by signal.data.collection) \
+                         and kafka (signal.kafka.topic)"
+                    ),
                 ));
             }
         }
@@ -687,6 +701,7 @@ impl PostgresConfig {
                 exclude,
             },
             signal_table,
+            kafka_signals,
             message_prefixes: PrefixFilter::new(&c.list(MESSAGE_PREFIX_INCLUDE_LIST), &c.list(MESSAGE_PREFIX_EXCLUDE_LIST))?,
             heartbeat_topic_prefix: c.string(TOPIC_HEARTBEAT_PREFIX).unwrap_or_else(|| DEFAULT_HEARTBEAT_PREFIX.to_owned()),
             snapshot_lock_timeout_ms: (lower(SNAPSHOT_LOCKING_MODE) == "shared").then(|| c.int(SNAPSHOT_LOCK_TIMEOUT_MS).max(0) as u64),
@@ -832,8 +847,12 @@ mod tests {
         assert_eq!(c.incremental_chunk_size, 1024);
         let err = PostgresConfig::parse(&props(&[("signal.data.collection", "dbz_signal")])).unwrap_err().to_string();
         assert!(err.contains("signal.data.collection") && err.contains("<schema>.<table>"), "{err}");
+        let err = PostgresConfig::parse(&props(&[("signal.enabled.channels", "source,jmx")])).unwrap_err().to_string();
+        assert!(err.contains("signal.enabled.channels") && err.contains("\"jmx\""), "{err}");
         let err = PostgresConfig::parse(&props(&[("signal.enabled.channels", "source,kafka")])).unwrap_err().to_string();
-        assert!(err.contains("signal.enabled.channels") && err.contains("\"kafka\""), "{err}");
+        assert!(err.contains("signal.kafka.bootstrap.servers"), "{err}");
+        let c = PostgresConfig::parse(&props(&[("signal.enabled.channels", "source,kafka"), ("signal.kafka.bootstrap.servers", "b:9092")])).unwrap();
+        assert_eq!(c.kafka_signals.map(|k| k.topic), Some(format!("{}-signal", c.topic_prefix)));
         assert!(PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "INSERT_INSERT")])).is_ok());
         let err =
             PostgresConfig::parse(&props(&[("incremental.snapshot.watermarking.strategy", "insert_delete")])).unwrap_err().to_string();

@@ -691,7 +691,7 @@ impl Stream {
 
 /// Debezium's `source.sequence`: `["<last commit lsn>","<lsn>"]`, `[null,"<lsn>"]` before
 /// the first commit after a fresh start (without `format!`: this is built for every change).
-fn sequence(last_commit: Option<Lsn>, lsn: Lsn) -> String {
+pub fn sequence(last_commit: Option<Lsn>, lsn: Lsn) -> String {
     let mut b = itoa::Buffer::new();
     let mut s = String::with_capacity(48);
     match last_commit {

@@ -27,11 +27,12 @@ use super::envelope::source_schema;
 use super::heartbeat::HeartbeatAction;
 use super::metrics::DebeziumMetrics;
 use super::slot_guard::{LagAction, SlotGuard};
-use super::incremental::{self, Incremental};
+use super::incremental::{self, Action, Emit, Incremental, Signal};
 use super::mapping::Modes;
 use super::offset::{self, Progress, SnapshotPosition, SnapshotState, StoredOffset};
 use super::replication::{self, BlockingRequest, Handed, Stream, StreamContext};
 use super::snapshot::{Blocking, SnapshotReader, SnapshotSettings};
+use crate::signal_kafka::{KafkaSignal, KafkaSignals};
 
 enum Phase {
     Snapshot(Box<SnapshotRun>),
@@ -72,6 +73,10 @@ struct Running {
     incremental: Incremental,
     /// A blocking snapshot the stream stopped for, to start at the next poll.
     blocking: Option<BlockingRequest>,
+    /// The Kafka signal channel, read between batches.
+    kafka_signals: Option<KafkaSignals>,
+    /// The offset of the last streamed record handed out: where a signal from Kafka acts.
+    last_offset: Option<SourceOffset>,
     shutdown: CancellationToken,
 }
 
@@ -227,6 +232,8 @@ impl Running {
             metrics,
             incremental,
             blocking: None,
+            kafka_signals: cfg.kafka_signals.as_ref().map(|k| KafkaSignals::open(k, &cfg.topic_prefix)).transpose()?,
+            last_offset: None,
             cfg,
             catalog,
             catalog_retry: None,
@@ -326,6 +333,18 @@ impl Running {
                         }
                     };
                 }
+                if let Some(signals) = &self.kafka_signals {
+                    for signal in signals.read(64) {
+                        self.kafka_signal(signal).await?;
+                    }
+                    if self.blocking.is_some() {
+                        if let Some(s) = self.stream.take() {
+                            s.close().await;
+                        }
+                        self.metrics.connected(false);
+                        return Ok(Vec::new());
+                    }
+                }
                 if let Some(action) = &mut self.heartbeat_action {
                     action.maybe_run(&self.cfg).await?;
                 }
@@ -361,6 +380,9 @@ impl Running {
                 match result {
                     Ok(batch) => {
                         self.metrics.streamed(&batch.records, stream.last_commit_ms());
+                        if let Some(last) = batch.records.last() {
+                            self.last_offset = Some(last.source_offset.clone());
+                        }
                         if let Some(request) = stream.take_blocking() {
                             // Nothing after the signal was read: the stream waits, closed.
                             self.blocking = Some(request);
@@ -390,6 +412,54 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// Acts on a signal from the Kafka channel, at the position of the last record handed
+    /// out: a blocking snapshot stops the stream there; the others act as a signal row does.
+    async fn kafka_signal(&mut self, k: KafkaSignal) -> ConnectResult<()> {
+        let signal = Signal { id: k.id, kind: k.kind, data: k.data };
+        tracing::info!(signal = %signal.id, kind = %signal.kind, offset = k.offset, "signal from the Kafka channel");
+        match signal.action() {
+            Action::Blocking(collections, conditions) => {
+                let now_us = super::envelope::now_ms() * 1000;
+                let mut at = self.last_offset.clone().unwrap_or_else(|| offset::heartbeat_offset(self.handed.resume, now_us));
+                let lsn = at.get("lsn").and_then(|v| v.as_u64()).map_or(self.handed.resume, Lsn);
+                let tx_id = at.get("txId").and_then(|v| v.as_i64()).unwrap_or_default();
+                self.incremental.stamp(&mut at);
+                at.insert("snapshot".into(), serde_json::json!("BLOCKING"));
+                at.insert("last_snapshot_record".into(), serde_json::json!(false));
+                at.insert("snapshot_completed".into(), serde_json::json!(false));
+                self.blocking = Some(BlockingRequest {
+                    signal: signal.id,
+                    collections,
+                    conditions,
+                    lsn,
+                    tx_id,
+                    sequence: replication::sequence(self.handed.last_commit, lsn),
+                    before: at.clone(),
+                    after: at,
+                });
+            }
+            Action::Execute(..) if self.cfg.signal_table.is_none() => tracing::error!(
+                signal = %signal.id,
+                "an incremental snapshot writes its watermarks to the signal table: set signal.data.collection; the signal is ignored"
+            ),
+            Action::WindowOpen(_) | Action::WindowClose(_) => {
+                tracing::error!(signal = %signal.id, "watermark signals belong in the signal table; ignored")
+            }
+            _ => {
+                let emit = Emit {
+                    base: SourceOffset::new(),
+                    lsn: self.handed.resume,
+                    tx_id: 0,
+                    source_schema: &self.source_schema,
+                    partition: &self.partition,
+                };
+                let records = self.incremental.signal(&self.cfg, &self.catalog, &signal, emit).await?;
+                debug_assert!(records.is_empty(), "only a window close emits records");
+            }
+        }
+        Ok(())
     }
 
     /// Starts the blocking snapshot `request` asked for: the captured tables it names, read
