@@ -14,7 +14,7 @@ use sluice_tests::{eventually, json, Json, Postgres, SqlWriter, Worker};
 
 const TOPIC: &str = "pg.public.items";
 
-fn consume(data: &Path, topic: &str) -> Vec<Json> {
+pub(crate) fn consume(data: &Path, topic: &str) -> Vec<Json> {
     let (code, out, _) = Worker::cli(&["topics", "consume", topic, "--data-dir", data.to_str().unwrap(), "--from-beginning"]);
     if code != 0 {
         return Vec::new();
@@ -23,7 +23,7 @@ fn consume(data: &Path, topic: &str) -> Vec<Json> {
 }
 
 /// The newest stored offset of the connector, if any.
-fn stored_offset(data: &Path) -> Option<Json> {
+pub(crate) fn stored_offset(data: &Path) -> Option<Json> {
     consume(data, "connect-offsets").into_iter().rev().find(|r| r["key"][0] == "pg").map(|r| r["value"].clone())
 }
 
@@ -31,7 +31,7 @@ fn stored_offset(data: &Path) -> Option<Json> {
 /// stored as Debezium stores it, the hex of a Java-serialized `Object[]`, which for one `Long`
 /// ends with the value's eight bytes; before the table's columns are read, as a JSON array of
 /// text forms.
-fn durable_incremental_key(data: &Path) -> Option<i64> {
+pub(crate) fn durable_incremental_key(data: &Path) -> Option<i64> {
     let o = stored_offset(data)?;
     let stored = o["incremental_snapshot_primary_key"].as_str()?;
     if let Some(hex) = stored.strip_prefix("aced0005") {
@@ -48,11 +48,11 @@ fn wait_without_snapshot(data: &Path, what: &str) {
     eventually(Duration::from_secs(30), what, || stored_offset(data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none()));
 }
 
-fn op(r: &Json) -> &str {
+pub(crate) fn op(r: &Json) -> &str {
     r["value"]["op"].as_str().unwrap_or("tombstone")
 }
 
-fn id(r: &Json) -> i64 {
+pub(crate) fn id(r: &Json) -> i64 {
     r["key"]["id"].as_i64().unwrap()
 }
 
@@ -111,7 +111,7 @@ fn signal(pg: &Postgres, id: &str, kind: &str, data: &str) {
 /// Transactions of inserts, updates and deletes until stopped: updates and deletes
 /// spread over the whole key range (so some land in the open window of a chunk) but only
 /// of keys 1, 2 and 3 mod 5; inserts above it.
-fn writer(pg: &Postgres, rows: i64) -> SqlWriter {
+pub(crate) fn writer(pg: &Postgres, rows: i64) -> SqlWriter {
     SqlWriter::start(pg, Duration::from_millis(3), move |i| {
         format!(
             "BEGIN; INSERT INTO items (id, v, note) VALUES ({new}, 0, 'new'); \
@@ -126,7 +126,7 @@ fn writer(pg: &Postgres, rows: i64) -> SqlWriter {
 }
 
 /// The table's rows as `id -> (v, note)`.
-fn table_rows(pg: &Postgres) -> BTreeMap<i64, (i64, String)> {
+pub(crate) fn table_rows(pg: &Postgres) -> BTreeMap<i64, (i64, String)> {
     pg.sql("SELECT id || '|' || v || '|' || coalesce(note, '') FROM items ORDER BY id")
         .lines()
         .map(|l| {
@@ -137,7 +137,7 @@ fn table_rows(pg: &Postgres) -> BTreeMap<i64, (i64, String)> {
 }
 
 /// The newest event per key, applied: what a key-based consumer ends with.
-fn applied(records: &[Json]) -> BTreeMap<i64, (i64, String)> {
+pub(crate) fn applied(records: &[Json]) -> BTreeMap<i64, (i64, String)> {
     let mut state = BTreeMap::new();
     for r in records {
         match op(r) {

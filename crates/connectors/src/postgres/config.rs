@@ -74,6 +74,7 @@ pub const DEFAULT_HEARTBEAT_PREFIX: &str = "__debezium-heartbeat";
 pub const STATUS_UPDATE_INTERVAL_MS: &str = "status.update.interval.ms";
 pub const SIGNAL_DATA_COLLECTION: &str = "signal.data.collection";
 pub const SIGNAL_ENABLED_CHANNELS: &str = "signal.enabled.channels";
+pub const READ_ONLY: &str = "read.only";
 pub const INCREMENTAL_SNAPSHOT_CHUNK_SIZE: &str = "incremental.snapshot.chunk.size";
 pub const INCREMENTAL_SNAPSHOT_WATERMARKING_STRATEGY: &str = "incremental.snapshot.watermarking.strategy";
 pub use super::column::{COLUMN_EXCLUDE_LIST, COLUMN_INCLUDE_LIST, MESSAGE_KEY_COLUMNS};
@@ -124,7 +125,6 @@ pub const UNSUPPORTED_KEYS: &[&str] = &[
     "snapshot.max.threads.multiplier",
     "snapshot.delay.ms",
     "streaming.delay.ms",
-    "read.only",
     "xmin.fetch.interval.ms",
     "event.processing.failure.handling.mode",
     "max.queue.size.in.bytes",
@@ -380,6 +380,7 @@ pub fn def() -> ConfigDef {
         )
         .define(ConfigKey::new(PUBLISH_VIA_PARTITION_ROOT, ConfigType::Boolean, Importance::Low, "true: the publication publishes the changes of a partitioned table's partitions under the root table's identity, so they reach the root's topic (publish_via_partition_root); false: under each partition's own.").default_value("false"))
         .define(ConfigKey::new(SIGNAL_DATA_COLLECTION, ConfigType::String, Importance::Low, "The signal table (schema.table, with columns id, type and data) whose inserts, read from the replication stream, are signals.").default_value(""))
+        .define(ConfigKey::new(READ_ONLY, ConfigType::Boolean, Importance::Low, "true: incremental snapshots write nothing to the database: their windows close at the server's WAL position instead of watermark rows in the signal table (signals then come from the Kafka channel or the signal table).").default_value("false"))
         .define(ConfigKey::new(SIGNAL_ENABLED_CHANNELS, ConfigType::List, Importance::Low, "Where signals are read from: source (the signal table) and kafka (signal.kafka.topic).").default_value("source"))
         .define(
             ConfigKey::new(INCREMENTAL_SNAPSHOT_CHUNK_SIZE, ConfigType::Int, Importance::Low, "Rows read per chunk (one watermark window) of an incremental snapshot.")
@@ -464,6 +465,8 @@ pub struct PostgresConfig {
     pub signal_table: Option<TableId>,
     /// `kafka` in `signal.enabled.channels`: the signal topic read between batches.
     pub kafka_signals: Option<KafkaSignalConfig>,
+    /// `read.only`: incremental snapshots write no watermark rows.
+    pub read_only: bool,
     /// `message.prefix.include.list` / `exclude.list`: the logical decoding messages emitted.
     pub message_prefixes: PrefixFilter,
     /// `topic.heartbeat.prefix`: heartbeats go to `<this>.<topic.prefix>`.
@@ -702,6 +705,7 @@ impl PostgresConfig {
             },
             signal_table,
             kafka_signals,
+            read_only: c.boolean(READ_ONLY),
             message_prefixes: PrefixFilter::new(&c.list(MESSAGE_PREFIX_INCLUDE_LIST), &c.list(MESSAGE_PREFIX_EXCLUDE_LIST))?,
             heartbeat_topic_prefix: c.string(TOPIC_HEARTBEAT_PREFIX).unwrap_or_else(|| DEFAULT_HEARTBEAT_PREFIX.to_owned()),
             snapshot_lock_timeout_ms: (lower(SNAPSHOT_LOCKING_MODE) == "shared").then(|| c.int(SNAPSHOT_LOCK_TIMEOUT_MS).max(0) as u64),

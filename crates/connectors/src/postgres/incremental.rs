@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use pgwire_replication::Lsn;
 use serde_json::{json, Value as Json};
-use sluice_api::{ConnectResult, SchemaRef, SourceOffset, SourcePartition, SourceRecord};
+use sluice_api::{ConnectError, ConnectResult, SchemaRef, SourceOffset, SourcePartition, SourceRecord};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::java_keys;
@@ -219,6 +219,9 @@ pub struct Incremental {
     max_key: Option<Vec<String>>,
     paused: bool,
     window: Option<Window>,
+    /// `read.only`: windows are not marked by watermark rows but by the server's WAL
+    /// position (see [`Incremental::passed`]); nothing is written to the database.
+    read_only: bool,
     /// The JDBC classes of the current table's key columns, once its columns were read: keys
     /// are then stored as Debezium stores them (`java_keys::encode`); before that, and for
     /// key types `java_keys` does not write, as JSON arrays of text forms.
@@ -237,12 +240,15 @@ struct Window {
     end_key: Vec<String>,
     /// Fewer rows than a chunk: the table is done once this window closes.
     last: bool,
+    /// `read.only`: the server's WAL position just after the chunk was read; the window
+    /// (open from the read on) closes once the stream has passed it.
+    close_at: Option<Lsn>,
 }
 
 impl Incremental {
     /// The state stored in `offset` (none when no incremental snapshot was running).
     pub fn restore(cfg: &PostgresConfig, offset: Option<&SourceOffset>) -> Self {
-        let mut s = Self { chunk_size: cfg.incremental_chunk_size.max(1), ..Self::default() };
+        let mut s = Self { chunk_size: cfg.incremental_chunk_size.max(1), read_only: cfg.read_only, ..Self::default() };
         let Some(o) = offset else { return s };
         // sluice writes a key as the JSON array of its columns' text forms; Debezium as the hex of
         // a Java-serialized Object[] (read by `java_keys`), so an offset moves over mid-snapshot.
@@ -290,6 +296,22 @@ impl Incremental {
     /// Whether the next chunk should be read now.
     pub fn wants_chunk(&self) -> bool {
         self.running() && !self.paused && self.window.is_none()
+    }
+
+    /// `read.only`: whether the stream, at `lsn`, has passed the position the open window
+    /// waits for. Logical decoding sends transactions in commit order, so once a transaction
+    /// committing at or after that position begins (or the server says it sent everything up
+    /// to it), every transaction that committed before the chunk was read has been streamed
+    /// (and removed the rows it changed from the chunk); the rest of the chunk goes out then,
+    /// before any later change. A change streamed while the window is open, older or newer
+    /// than the read, removes its row: the stream brings that row's state from then on.
+    pub fn passed(&self, lsn: Lsn) -> bool {
+        self.window.as_ref().and_then(|w| w.close_at).is_some_and(|at| lsn >= at)
+    }
+
+    /// Closes the open read-only window: the chunk's remaining rows, as `r` records.
+    pub fn close_passed(&mut self, emit: Emit<'_>) -> Vec<SourceRecord> {
+        self.close(emit)
     }
 
     fn stamp_with(&self, o: &mut SourceOffset, key: Option<&Vec<String>>) {
@@ -434,10 +456,11 @@ impl Incremental {
         modes: &Modes,
         source_schema: &SchemaRef,
     ) -> ConnectResult<()> {
-        let Some(signal_table) = &cfg.signal_table else {
+        if cfg.signal_table.is_none() && !self.read_only {
+            tracing::error!("an incremental snapshot needs signal.data.collection for its watermark rows (or read.only=true); it is dropped");
             self.collections.clear();
             return Ok(());
-        };
+        }
         while self.wants_chunk() {
             let id = self.collections.front().expect("running").clone();
             let cols = catalog::columns(client, &id).await?;
@@ -496,11 +519,20 @@ impl Incremental {
                 self.chunk_size
             );
             let chunk_id = format!("{:032x}", fastrand::u128(..));
-            let open_data = json!({ "openWindowTimestamp": now_ms() }).to_string();
-            watermark(client, signal_table, &format!("{chunk_id}{OPEN_SUFFIX}"), "snapshot-window-open", &open_data).await?;
-            let messages = client.simple_query(&sql).await.map_err(|e| catalog::query_error(&format!("reading a chunk of {id}"), e))?;
-            let close_data = json!({ "openWindowTimestamp": now_ms(), "closeWindowTimestamp": now_ms() }).to_string();
-            watermark(client, signal_table, &format!("{chunk_id}{CLOSE_SUFFIX}"), "snapshot-window-close", &close_data).await?;
+            let (messages, close_at) = match &cfg.signal_table {
+                Some(signal_table) if !self.read_only => {
+                    let open_data = json!({ "openWindowTimestamp": now_ms() }).to_string();
+                    watermark(client, signal_table, &format!("{chunk_id}{OPEN_SUFFIX}"), "snapshot-window-open", &open_data).await?;
+                    let messages = read_chunk(client, &id, &sql).await?;
+                    let close_data = json!({ "openWindowTimestamp": now_ms(), "closeWindowTimestamp": now_ms() }).to_string();
+                    watermark(client, signal_table, &format!("{chunk_id}{CLOSE_SUFFIX}"), "snapshot-window-close", &close_data).await?;
+                    (messages, None)
+                }
+                _ => {
+                    let messages = read_chunk(client, &id, &sql).await?;
+                    (messages, Some(current_wal_lsn(client).await?))
+                }
+            };
             let mut rows = Vec::new();
             let mut datums: Vec<Datum> = Vec::new();
             for m in &messages {
@@ -515,9 +547,10 @@ impl Incremental {
                 self.finish_table();
                 continue;
             };
-            tracing::debug!(table = %id, rows = rows.len(), chunk = %chunk_id, "incremental snapshot chunk read");
+            tracing::debug!(table = %id, rows = rows.len(), chunk = %chunk_id, close_at = ?close_at, "incremental snapshot chunk read");
             let last = rows.len() < self.chunk_size || Some(&end_key) == self.max_key.as_ref();
-            self.window = Some(Window { id: chunk_id, open: false, table, rows, superseded: HashSet::new(), end_key, last });
+            let open = close_at.is_some();
+            self.window = Some(Window { id: chunk_id, open, table, rows, superseded: HashSet::new(), end_key, last, close_at });
         }
         Ok(())
     }
@@ -546,6 +579,25 @@ fn key_kind(spec: &ColumnSpec) -> Option<java_keys::KeyKind> {
     }
 }
 
+async fn read_chunk(client: &Client, id: &TableId, sql: &str) -> ConnectResult<Vec<SimpleQueryMessage>> {
+    client.simple_query(sql).await.map_err(|e| catalog::query_error(&format!("reading a chunk of {id}"), e))
+}
+
+/// The server's current WAL write position (`read.only` windows close once the stream passes it).
+async fn current_wal_lsn(client: &Client) -> ConnectResult<Lsn> {
+    let rows = client
+        .simple_query("SELECT pg_current_wal_lsn()::text")
+        .await
+        .map_err(|e| catalog::query_error("reading the WAL position after a chunk", e))?;
+    let text = rows.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+        _ => None,
+    });
+    text.as_deref()
+        .and_then(|t| Lsn::parse(t).ok())
+        .ok_or_else(|| ConnectError::fatal(format!("pg_current_wal_lsn() answered {text:?}, not an LSN")))
+}
+
 async fn watermark(client: &Client, table: &TableId, id: &str, kind: &str, data: &str) -> ConnectResult<()> {
     let sql = format!(
         "INSERT INTO {} (id, type, data) VALUES ({}, {}, {})",
@@ -566,7 +618,7 @@ mod tests {
     use crate::postgres::column::{ColumnRules, SourceColumn};
     use crate::postgres::envelope::{source_schema, ColumnSpec};
     use crate::postgres::mapping::PgType;
-    use crate::postgres::offset::change_offset;
+    use crate::postgres::offset::{change_offset, heartbeat_offset};
 
     fn items() -> SharedTable {
         let spec = |name: &str, ty, pk: Option<usize>| ColumnSpec {
@@ -594,9 +646,38 @@ mod tests {
             last_key: None,
             max_key: Some(vec!["9".into()]),
             paused: false,
-            window: Some(Window { id: "c1".into(), open: false, table, rows, superseded: HashSet::new(), end_key: vec!["4".into()], last }),
+            window: Some(Window {
+                id: "c1".into(),
+                open: false,
+                table,
+                rows,
+                superseded: HashSet::new(),
+                end_key: vec!["4".into()],
+                last,
+                close_at: None,
+            }),
+            read_only: false,
             key_kinds: None,
         }
+    }
+
+    #[test]
+    fn a_read_only_window_is_open_from_the_read_and_closes_past_its_position() {
+        let mut s = with_window(false);
+        let w = s.window.as_mut().unwrap();
+        (w.open, w.close_at) = (true, Some(Lsn(500)));
+        let id = w.table.id.clone();
+        // A change streamed after the read, older or newer than it, removes its row.
+        s.changed(&id, vec!["2".into()]);
+        assert!(!s.passed(Lsn(499)), "the stream has not passed the read's position");
+        assert!(s.passed(Lsn(500)));
+        let schema = source_schema();
+        let partition = SourcePartition::new();
+        let emit = Emit { base: heartbeat_offset(Lsn(500), 0), lsn: Lsn(500), tx_id: 7, source_schema: &schema, partition: &partition };
+        let keys: Vec<String> = s.close_passed(emit).iter().map(|r| format!("{:?}", r.key)).collect();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        assert!(!s.passed(Lsn(1000)), "no window is open");
+        assert!(s.wants_chunk(), "the next chunk is read");
     }
 
     fn close(s: &mut Incremental, id: &str) -> Vec<SourceRecord> {

@@ -181,6 +181,11 @@ pub struct Stream {
     messages: Option<MessageTopic>,
     /// A blocking snapshot asked for by the last signal read: the batch ends at it.
     blocking: Option<BlockingRequest>,
+    /// The id of the last transaction begun.
+    last_xid: u32,
+    /// The WAL end of the last keepalive received between transactions: everything before
+    /// it was decoded and read.
+    idle_wal_end: Lsn,
 }
 
 /// An `execute-snapshot` signal of type blocking, read at `lsn` (the change with ordinal
@@ -237,6 +242,8 @@ impl Stream {
             last_begin_ts_usec: None,
             messages: None,
             blocking: None,
+            last_xid: 0,
+            idle_wal_end: Lsn(0),
         })
     }
 
@@ -286,6 +293,15 @@ impl Stream {
     ) -> ConnectResult<Batch> {
         let mut out = Vec::new();
         let mut idle_end = None;
+        if self.txn.is_none() && ctx.incremental.passed(self.idle_wal_end) {
+            // A read-only window whose chunk was read while the server had nothing more to
+            // send: the server sends no keepalive until there is WAL to decode.
+            let at = self.idle_wal_end;
+            self.close_window(ctx, at, &mut out, handed);
+            if ctx.incremental.wants_chunk() {
+                return Ok(Batch { records: out, idle_end: None });
+            }
+        }
         while out.len() < max {
             let event = match tokio::time::timeout_at(deadline, self.client.recv()).await {
                 Err(_) => break,
@@ -296,6 +312,11 @@ impl Stream {
             let before = out.len();
             match event {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {
+                    if ctx.incremental.passed(final_lsn) {
+                        // A read-only window closes before the first change committed after it.
+                        self.close_window(ctx, final_lsn, &mut out, handed);
+                    }
+                    self.last_xid = xid;
                     let ts_usec = commit_time_micros + PG_EPOCH_OFFSET_MICROS;
                     // A transaction resent after a restart inside it had its BEGIN durable.
                     if let Some(skip) = self.skip.as_mut() {
@@ -322,6 +343,9 @@ impl Stream {
                     if self.skip.is_some_and(|s| s.commit_lsn.is_some_and(|c| c <= lsn)) {
                         self.skip = None;
                     }
+                    if ctx.incremental.passed(end_lsn) {
+                        self.close_window(ctx, end_lsn, &mut out, handed);
+                    }
                 }
                 ReplicationEvent::XLogData { wal_start, data, .. } => {
                     let msg = decode::decode(&data).map_err(|e| ConnectError::fatal_from("decoding the replication stream", e))?;
@@ -331,6 +355,10 @@ impl Stream {
                     if self.txn.is_none() {
                         // Every change before it has been decoded into `out` or handed out.
                         idle_end = Some(wal_end);
+                        self.idle_wal_end = self.idle_wal_end.max(wal_end);
+                        if ctx.incremental.passed(wal_end) {
+                            self.close_window(ctx, wal_end, &mut out, handed);
+                        }
                     }
                     let hb = ctx.cfg.heartbeat_interval_ms;
                     if hb > 0
@@ -361,6 +389,20 @@ impl Stream {
         self.settle_tail(ctx, &mut out);
         debug_assert!(out.last().is_none_or(|r| !r.source_partition.is_empty()), "a batch ends with a record that has a position");
         Ok(Batch { records: out, idle_end })
+    }
+
+    /// Closes a read-only incremental snapshot window the stream has passed, at `lsn`
+    /// between transactions: the chunk's rows go out with offsets that resume streaming
+    /// where `handed` stands.
+    fn close_window(&mut self, ctx: &mut StreamContext<'_>, lsn: Lsn, out: &mut Vec<SourceRecord>, handed: &Handed) {
+        self.settle_tail(ctx, out);
+        let ts_usec = now_ms() * 1000;
+        let base = match handed.skip {
+            Some(Skip { commit_lsn: Some(c), through_seq, through_lsn: None }) => change_offset(c, c, i64::from(self.last_xid), ts_usec, through_seq),
+            _ => heartbeat_offset(handed.resume, ts_usec),
+        };
+        let emit = Emit { base, lsn, tx_id: i64::from(self.last_xid), source_schema: ctx.source_schema, partition: ctx.partition };
+        out.extend(ctx.incremental.close_passed(emit));
     }
 
     /// Gives the last record its position when it was built without one.

@@ -440,7 +440,7 @@ impl Running {
                     after: at,
                 });
             }
-            Action::Execute(..) if self.cfg.signal_table.is_none() => tracing::error!(
+            Action::Execute(..) if self.cfg.signal_table.is_none() && !self.cfg.read_only => tracing::error!(
                 signal = %signal.id,
                 "an incremental snapshot writes its watermarks to the signal table: set signal.data.collection; the signal is ignored"
             ),
