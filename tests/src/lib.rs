@@ -250,6 +250,19 @@ impl Worker {
         }
     }
 
+    /// [`eventually`], but a timeout shows the end of this worker's log.
+    pub fn eventually(&self, timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !f() {
+            if Instant::now() >= deadline {
+                let log = strip_ansi(&self.output());
+                let lines: Vec<&str> = log.lines().collect();
+                panic!("timed out after {timeout:?} waiting for {what}; the worker's last lines:\n{}", lines[lines.len().saturating_sub(60)..].join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until the connector and all its (≥ `tasks`) tasks are RUNNING.
     pub fn wait_running(&self, name: &str, tasks: usize) -> Json {
         self.wait_for(&format!("/connectors/{name}/status"), Duration::from_secs(30), |code, b| {

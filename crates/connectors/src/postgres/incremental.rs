@@ -575,6 +575,10 @@ fn key_kind(spec: &ColumnSpec) -> Option<java_keys::KeyKind> {
         PgType::Text if spec.source.character => Some(KeyKind::Str),
         PgType::Uuid => Some(KeyKind::Uuid),
         PgType::Numeric { .. } => Some(KeyKind::Decimal),
+        PgType::Timestamp { .. } => Some(KeyKind::Timestamp),
+        PgType::TimestampTz { .. } => Some(KeyKind::TimestampTz),
+        PgType::Date => Some(KeyKind::Date),
+        PgType::Bool => Some(KeyKind::Boolean),
         _ => None,
     }
 }

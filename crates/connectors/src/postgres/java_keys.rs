@@ -5,9 +5,11 @@
 //! Java-serialized `Object[]` (`ObjectOutputStream`) holding the key columns' JDBC values.
 //! sluice keeps keys as the columns' text forms, which Postgres reads back as literals. This
 //! module turns Debezium's form into those text forms for the values JDBC gives for the
-//! usual key types: `Integer`, `Long`, `Short`, `Byte`, `String`, `UUID`, `BigDecimal` and
-//! `BigInteger`. Anything else is refused (`None`), and the caller starts that table's
-//! snapshot over, which sends rows again but loses none.
+//! usual key types: `Integer`, `Long`, `Short`, `Byte`, `String`, `UUID`, `BigDecimal`,
+//! `BigInteger`, `Boolean`, and `java.sql.Timestamp` / `java.sql.Date` read as UTC (pgjdbc
+//! makes them in the JVM's time zone; Debezium's workers run in UTC as a rule). Anything else
+//! is refused (`None`), and the caller starts that table's snapshot over, which sends rows
+//! again but loses none.
 //!
 //! The reader follows the Java Object Serialization Stream Protocol for what such a stream
 //! holds: class descriptors (new or back-referenced), objects with primitive and object
@@ -18,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use super::mapping::{hex_octets, hex_string, unscaled_bytes, uuid_text};
+use super::mapping::{civil_from_days, hex_octets, hex_string, parse_date, parse_timestamp, split_offset, unscaled_bytes, uuid_text};
 
 const MAGIC: [u8; 4] = [0xac, 0xed, 0x00, 0x05];
 const TC_NULL: u8 = 0x70;
@@ -143,18 +145,20 @@ impl Reader<'_> {
         }
     }
 
-    /// Skips a class or object annotation: block data and objects up to TC_ENDBLOCKDATA.
-    fn annotation(&mut self) -> Option<()> {
+    /// Reads a class or object annotation up to TC_ENDBLOCKDATA: returns its block data;
+    /// objects in it are read and dropped.
+    fn annotation(&mut self) -> Option<Vec<u8>> {
+        let mut data = Vec::new();
         loop {
             match self.bytes.get(self.at)? {
                 &TC_ENDBLOCKDATA => {
                     self.at += 1;
-                    return Some(());
+                    return Some(data);
                 }
                 &TC_BLOCKDATA => {
                     self.at += 1;
                     let n = self.u8()? as usize;
-                    self.take(n)?;
+                    data.extend_from_slice(self.take(n)?);
                 }
                 _ => {
                     self.content()?;
@@ -219,7 +223,11 @@ impl Reader<'_> {
                         fields.insert(name.clone(), v);
                     }
                     if class.flags & SC_WRITE_METHOD != 0 {
-                        self.annotation()?;
+                        // What its writeObject wrote (java.util.Date: its time), by class.
+                        let data = self.annotation()?;
+                        if !data.is_empty() {
+                            fields.insert(format!("#{}", class.name), Value::Bytes(data));
+                        }
                     }
                 }
                 let value = Value::Object { class: desc.name, fields };
@@ -271,11 +279,32 @@ fn text_form(v: &Value) -> Option<String> {
             Some(uuid_text(&((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes()))
         }
         "java.math.BigInteger" => big_integer(v),
+        "java.lang.Boolean" => Some(if int("value")? != 0 { "true" } else { "false" }.to_owned()),
+        "java.sql.Timestamp" => {
+            let secs = date_millis(fields)?.div_euclid(1000);
+            let micros = int("nanos")? / 1000;
+            let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+            let s = secs.rem_euclid(86_400);
+            // The zone makes the literal an instant for timestamptz; timestamp ignores it.
+            (1..=9999).contains(&y).then(|| format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{micros:06}+00", s / 3600, s / 60 % 60, s % 60))
+        }
+        "java.sql.Date" => {
+            let (y, m, d) = civil_from_days(date_millis(fields)?.div_euclid(86_400_000));
+            (1..=9999).contains(&y).then(|| format!("{y:04}-{m:02}-{d:02}"))
+        }
         "java.math.BigDecimal" => {
             let digits = big_integer(fields.get("intVal")?)?;
             let scale = int("scale")?;
             Some(with_scale(&digits, scale)?)
         }
+        _ => None,
+    }
+}
+
+/// The time a `java.util.Date` subclass wrote in its block data, in milliseconds.
+fn date_millis(fields: &HashMap<String, Value>) -> Option<i64> {
+    match fields.get("#java.util.Date")? {
+        Value::Bytes(b) => Some(i64::from_be_bytes(b.get(..8)?.try_into().ok()?)),
         _ => None,
     }
 }
@@ -328,6 +357,14 @@ pub enum KeyKind {
     Uuid,
     /// `numeric`.
     Decimal,
+    /// `timestamp` (`java.sql.Timestamp` in UTC).
+    Timestamp,
+    /// `timestamptz` (`java.sql.Timestamp` of the instant).
+    TimestampTz,
+    /// `date` (`java.sql.Date`, midnight UTC).
+    Date,
+    /// `boolean`.
+    Boolean,
 }
 
 /// A class descriptor as written: name, serialVersionUID, flags, fields (type code, name, and
@@ -359,6 +396,12 @@ const UUID: Desc = Desc {
     fields: &[(b'J', "leastSigBits", None), (b'J', "mostSigBits", None)],
     superclass: None,
 };
+const UTIL_DATE: Desc = Desc { name: "java.util.Date", uid: 0x686a_8101_4b59_7419, flags: 0x03, fields: &[], superclass: None };
+const SQL_TIMESTAMP: Desc =
+    Desc { name: "java.sql.Timestamp", uid: 0x2618_d5c8_0153_bf65, flags: 0x02, fields: &[(b'I', "nanos", None)], superclass: Some(&UTIL_DATE) };
+const SQL_DATE: Desc = Desc { name: "java.sql.Date", uid: 0x14fa_4668_3f35_6697, flags: 0x02, fields: &[], superclass: Some(&UTIL_DATE) };
+const BOOLEAN: Desc =
+    Desc { name: "java.lang.Boolean", uid: 0xcd20_7280_d59c_faee, flags: 0x02, fields: &[(b'Z', "value", None)], superclass: None };
 const BIG_DECIMAL: Desc = Desc {
     name: "java.math.BigDecimal",
     uid: 0x54c7_1557_f981_284f,
@@ -462,6 +505,12 @@ impl Writer {
     fn long(&mut self, v: i64) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
+    /// `java.util.Date`'s `writeObject`: its time in milliseconds as block data.
+    fn date_millis(&mut self, millis: i64) {
+        self.out.extend_from_slice(&[TC_BLOCKDATA, 8]);
+        self.long(millis);
+        self.out.push(TC_ENDBLOCKDATA);
+    }
     fn value(&mut self, kind: KeyKind, text: &str) -> Option<()> {
         match kind {
             KeyKind::Integer => {
@@ -499,6 +548,35 @@ impl Writer {
                 self.out.extend_from_slice(&magnitude);
                 self.out.push(TC_ENDBLOCKDATA); // BigInteger's writeObject
                 self.out.push(TC_ENDBLOCKDATA); // BigDecimal's writeObject
+            }
+            KeyKind::Timestamp | KeyKind::TimestampTz => {
+                let micros = if kind == KeyKind::Timestamp {
+                    // A zone (as this module reads Debezium's keys back) means nothing here.
+                    let local = split_offset(text).map_or(text, |(value, _, _)| value);
+                    (!text.ends_with(" BC")).then(|| parse_timestamp(local))??
+                } else {
+                    let (value, offset, bc) = split_offset(text)?;
+                    (!bc).then(|| parse_timestamp(value))?? - i128::from(offset) * 1_000_000
+                };
+                let micros = i64::try_from(micros).ok()?;
+                // A Timestamp keeps whole seconds in Date's time and the fraction in `nanos`.
+                self.object(&SQL_TIMESTAMP)?;
+                self.date_millis(micros.div_euclid(1_000_000) * 1000);
+                self.int(i32::try_from(micros.rem_euclid(1_000_000) * 1000).ok()?);
+            }
+            KeyKind::Date => {
+                let days = (!text.ends_with(" BC")).then(|| parse_date(text))??;
+                self.object(&SQL_DATE)?;
+                self.date_millis(days.checked_mul(86_400_000)?);
+            }
+            KeyKind::Boolean => {
+                let v = match text {
+                    "t" | "true" => 1,
+                    "f" | "false" => 0,
+                    _ => return None,
+                };
+                self.object(&BOOLEAN)?;
+                self.out.push(v);
             }
         }
         Some(())
@@ -619,6 +697,34 @@ mod tests {
         for text in ["0", "0.00", "-0.5", "123456789012345678901234567890.1"] {
             let hex = encode(&[text.to_owned()], &[Decimal]).unwrap();
             assert_eq!(chunk_key(&hex), Some(vec![text.to_owned()]), "{text} round trip");
+        }
+    }
+
+    /// Timestamps, dates and booleans, recorded with `-Duser.timezone=UTC`: (kinds, the text
+    /// sluice reads from Postgres, the text it reads back from Debezium's form, Debezium's hex).
+    const RECORDED_MORE: &[(&[KeyKind], &[&str], &[&str], &str)] = &[
+        (&[KeyKind::Timestamp], &["2024-01-02 03:04:05.123456"], &["2024-01-02 03:04:05.123456+00"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200126a6176612e73716c2e54696d657374616d702618d5c80153bf650200014900056e616e6f737872000e6a6176612e7574696c2e44617465686a81014b597419030000787077080000018cc820d88878075bca00"),
+        (&[KeyKind::Timestamp], &["1969-12-31 23:59:59.5"], &["1969-12-31 23:59:59.500000+00"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200126a6176612e73716c2e54696d657374616d702618d5c80153bf650200014900056e616e6f737872000e6a6176612e7574696c2e44617465686a81014b59741903000078707708fffffffffffffc18781dcd6500"),
+        (&[KeyKind::Timestamp], &["2024-01-02 03:04:05"], &["2024-01-02 03:04:05.000000+00"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200126a6176612e73716c2e54696d657374616d702618d5c80153bf650200014900056e616e6f737872000e6a6176612e7574696c2e44617465686a81014b597419030000787077080000018cc820d8887800000000"),
+        (&[KeyKind::TimestampTz], &["2024-01-02 04:04:05.123456+01"], &["2024-01-02 03:04:05.123456+00"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200126a6176612e73716c2e54696d657374616d702618d5c80153bf650200014900056e616e6f737872000e6a6176612e7574696c2e44617465686a81014b597419030000787077080000018cc820d88878075bca00"),
+        (&[KeyKind::Date], &["2024-01-02"], &["2024-01-02"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c0200007870000000017372000d6a6176612e73716c2e4461746514fa46683f3566970200007872000e6a6176612e7574696c2e44617465686a81014b597419030000787077080000018cc778500078"),
+        (&[KeyKind::Date], &["1960-07-09"], &["1960-07-09"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c0200007870000000017372000d6a6176612e73716c2e4461746514fa46683f3566970200007872000e6a6176612e7574696c2e44617465686a81014b59741903000078707708ffffffba56197c0078"),
+        (&[KeyKind::Boolean], &["t"], &["true"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000001737200116a6176612e6c616e672e426f6f6c65616ecd207280d59cfaee0200015a000576616c7565787001"),
+        (&[KeyKind::Integer, KeyKind::Timestamp], &["7", "2000-02-29 12:00:00.000001"], &["7", "2000-02-29 12:00:00.000001+00"], "aced0005757200135b4c6a6176612e6c616e672e4f626a6563743b90ce589f1073296c020000787000000002737200116a6176612e6c616e672e496e746567657212e2a0a4f781873802000149000576616c7565787200106a6176612e6c616e672e4e756d62657286ac951d0b94e08b020000787000000007737200126a6176612e73716c2e54696d657374616d702618d5c80153bf650200014900056e616e6f737872000e6a6176612e7574696c2e44617465686a81014b59741903000078707708000000dd9d3a0e0078000003e8"),
+    ];
+
+    #[test]
+    fn timestamps_dates_and_booleans_both_ways() {
+        for (kinds, ours, read_back, hex) in RECORDED_MORE {
+            let ours: Vec<String> = ours.iter().map(|s| (*s).to_owned()).collect();
+            assert_eq!(encode(&ours, kinds).as_deref(), Some(*hex), "{ours:?}");
+            let back: Vec<String> = read_back.iter().map(|s| (*s).to_owned()).collect();
+            assert_eq!(chunk_key(hex), Some(back.clone()), "{hex}");
+            // What is read back writes the same bytes again.
+            assert_eq!(encode(&back, kinds).as_deref(), Some(*hex), "{back:?}");
+        }
+        for (kind, text) in [(KeyKind::Timestamp, "infinity"), (KeyKind::Timestamp, "0044-03-15 12:00:00 BC"), (KeyKind::Date, "-infinity"), (KeyKind::Boolean, "yes")] {
+            assert_eq!(encode(&[text.to_owned()], &[kind]), None, "{text} stays in sluice's form");
         }
     }
 

@@ -787,7 +787,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+pub(super) fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -821,7 +821,7 @@ fn strip_fraction_zeros(text: &str) -> &str {
 }
 
 /// `YYYY-MM-DD[ BC]` as days since the epoch.
-fn parse_date(text: &str) -> Option<i64> {
+pub(super) fn parse_date(text: &str) -> Option<i64> {
     let (text, bc) = match text.strip_suffix(" BC") {
         Some(t) => (t, true),
         None => (text, false),
@@ -850,7 +850,7 @@ fn parse_time(text: &str) -> Option<i64> {
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff][ BC]` as microseconds since the epoch (wider than i64:
 /// Postgres' timestamps reach 294276 AD).
-fn parse_timestamp(text: &str) -> Option<i128> {
+pub(super) fn parse_timestamp(text: &str) -> Option<i128> {
     let (text, bc) = match text.strip_suffix(" BC") {
         Some(t) => (t, true),
         None => (text, false),
@@ -862,7 +862,7 @@ fn parse_timestamp(text: &str) -> Option<i128> {
 
 /// Splits a trailing `+HH[:MM[:SS]]` / `-HH…` offset (in seconds) and a trailing ` BC`
 /// (`0044-03-15 12:00:00+00 BC`) off.
-fn split_offset(text: &str) -> Option<(&str, i64, bool)> {
+pub(super) fn split_offset(text: &str) -> Option<(&str, i64, bool)> {
     let (text, bc) = match text.strip_suffix(" BC") {
         Some(t) => (t, true),
         None => (text, false),
