@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 pub use serde_json::{json, Value as Json};
 
 pub mod containers;
+pub mod fault_proxy;
+pub use fault_proxy::{Fault, FaultProxy};
 
 /// The sluice binary under test.
 pub fn binary() -> PathBuf {

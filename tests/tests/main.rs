@@ -10,6 +10,7 @@ mod distributed;
 mod docker;
 mod errors;
 mod exactly_once;
+mod faults;
 mod health;
 mod isolation;
 mod image;
