@@ -65,7 +65,8 @@ impl Parts {
 
     /// Debezium's `MicroDuration.durationMicros`.
     pub fn micros(&self) -> i64 {
-        let number_of_days = (self.years * 12 + self.months) as f64 * DAYS_PER_MONTH_AVG + self.days as f64;
+        // Legal intervals never overflow here (178,000,000 years at most); malformed text must not panic.
+        let number_of_days = self.years.wrapping_mul(12).wrapping_add(self.months) as f64 * DAYS_PER_MONTH_AVG + self.days as f64;
         let number_of_seconds = ((number_of_days * 24.0 + self.hours as f64) * 60.0 + self.minutes as f64) * 60.0 + self.seconds();
         (number_of_seconds * 1e6) as i64
     }
@@ -99,7 +100,7 @@ fn seconds_as_micros(text: &str) -> Option<i64> {
     }
     let whole: i64 = whole.parse().ok()?;
     let frac: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<6}").parse().ok()? };
-    Some(whole * 1_000_000 + frac)
+    whole.checked_mul(1_000_000)?.checked_add(frac)
 }
 
 #[cfg(test)]
