@@ -31,6 +31,7 @@ mod postgres_partitions;
 mod quickstart;
 mod restarts;
 mod rest;
+mod rest_fuzz;
 mod rest_golden;
 mod s3;
 mod secrets;
