@@ -167,30 +167,49 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     let writer = writer(&pg, ROWS);
     signal(&pg, "ad-hoc-1", "execute-snapshot", r#"{"data-collections": ["public.items"], "type": "INCREMENTAL"}"#);
 
-    // SIGKILL once a part of the snapshot is durable, well before its end.
-    eventually(Duration::from_secs(60), "durable incremental snapshot progress", || durable_incremental_key(&data).unwrap_or(0) >= 1_000);
+    let end = kill_mid_snapshot_and_converge(&mut w, &pg, &data, writer, ROWS);
+    eprintln!(
+        "incremental snapshot: {} reads, durable key at the kill {}, {} writer transactions, {} rows at the end",
+        end.reads, end.durable, end.transactions, end.rows
+    );
+}
+
+/// What [`kill_mid_snapshot_and_converge`] saw.
+pub(crate) struct Converged {
+    pub reads: usize,
+    pub durable: i64,
+    pub transactions: u64,
+    pub rows: usize,
+}
+
+/// With an incremental snapshot of `items` (`rows` rows at first) running under `writer`:
+/// SIGKILLs `w` once a part of the snapshot is durable, well before its end, restarts it,
+/// stops the writer once the snapshot completed, and checks the end: the newest event per
+/// key reproduces the table, and the snapshot resumed after its durable key.
+pub(crate) fn kill_mid_snapshot_and_converge(w: &mut Worker, pg: &Postgres, data: &Path, writer: SqlWriter, rows: i64) -> Converged {
+    eventually(Duration::from_secs(60), "durable incremental snapshot progress", || durable_incremental_key(data).unwrap_or(0) >= 1_000);
     w.kill9();
-    let durable = durable_incremental_key(&data).expect("the kill landed inside the incremental snapshot");
-    assert!(durable < ROWS - 500, "the snapshot was nearly done at the kill ({durable})");
-    let before_kill = consume(&data, TOPIC).len();
+    let durable = durable_incremental_key(data).expect("the kill landed inside the incremental snapshot");
+    assert!(durable < rows - 500, "the snapshot was nearly done at the kill ({durable})");
+    let before_kill = consume(data, TOPIC).len();
     w.restart();
 
     // The snapshot completes: READs after the restart, and the stored offset (of the
     // writer's changes after it) no longer carries the incremental snapshot.
     eventually(Duration::from_secs(120), "the incremental snapshot to complete", || {
-        stored_offset(&data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none())
-            && consume(&data, TOPIC)[before_kill..].iter().any(|r| op(r) == "r")
+        stored_offset(data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none())
+            && consume(data, TOPIC)[before_kill..].iter().any(|r| op(r) == "r")
     });
     let transactions = writer.finish();
     pg.sql("INSERT INTO items (id, v, note) VALUES (-1, 0, 'end marker')");
     let mut records = Vec::new();
     eventually(Duration::from_secs(60), "the end marker", || {
-        records = consume(&data, TOPIC);
+        records = consume(data, TOPIC);
         records.iter().any(|r| op(r) == "c" && id(r) == -1)
     });
 
     // Every row of the table, and nothing else, at its current values.
-    let expected = table_rows(&pg);
+    let expected = table_rows(pg);
     let got = applied(&records);
     let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(k)).take(10).collect();
     let extra: Vec<_> = got.keys().filter(|k| !expected.contains_key(k)).take(10).collect();
@@ -206,17 +225,13 @@ fn postgres_incremental_snapshot_with_concurrent_writes_and_a_sigkill_resumes_an
     }
     let again: Vec<_> = reads_per_key.iter().filter(|(k, n)| **k <= durable && **n > 1).take(10).collect();
     assert!(again.is_empty(), "keys durable before the kill (up to {durable}) were read again: {again:?}");
-    assert!(reads.len() < ROWS as usize + 200, "{} reads for {ROWS} rows", reads.len());
+    assert!(reads.len() < rows as usize + 200, "{} reads for {rows} rows", reads.len());
     // Rows the writer never touched came only from the snapshot.
     let changed: std::collections::BTreeSet<i64> = records.iter().filter(|r| op(r) != "r").map(id).collect();
-    let untouched: Vec<i64> = expected.keys().copied().filter(|k| *k >= 1 && *k <= ROWS && !changed.contains(k)).collect();
+    let untouched: Vec<i64> = expected.keys().copied().filter(|k| *k >= 1 && *k <= rows && !changed.contains(k)).collect();
     let unread: Vec<_> = untouched.iter().filter(|k| !reads_per_key.contains_key(k)).take(10).collect();
     assert!(untouched.len() > 500 && unread.is_empty(), "{} untouched rows; not read: {unread:?}", untouched.len());
-    eprintln!(
-        "incremental snapshot: {} reads, durable key at the kill {durable}, {transactions} writer transactions, {} rows at the end",
-        reads.len(),
-        expected.len()
-    );
+    Converged { reads: reads.len(), durable, transactions, rows: expected.len() }
 }
 
 #[test]

@@ -112,7 +112,7 @@ fn signals_from_a_kafka_topic_start_incremental_and_blocking_snapshots() {
 /// durable key and, in the end, the newest event per key reproduces the table.
 #[test]
 fn a_read_only_incremental_snapshot_writes_nothing_and_converges_through_a_sigkill() {
-    use crate::postgres_incremental::{applied, consume, durable_incremental_key, id, op, stored_offset, table_rows, writer};
+    use crate::postgres_incremental::{consume, id, kill_mid_snapshot_and_converge, op, writer};
     const ROWS: i64 = 5_000;
     const TOPIC: &str = "pg.public.items";
     let dir = tempfile::tempdir().unwrap();
@@ -149,50 +149,16 @@ fn a_read_only_incremental_snapshot_writes_nothing_and_converges_through_a_sigki
         "pg-signal",
         &[("pg", json!({"id": "ro-1", "type": "execute-snapshot", "data": {"data-collections": ["public.items"]}}))],
     );
-    eventually(Duration::from_secs(60), "durable incremental snapshot progress", || durable_incremental_key(&data).unwrap_or(0) >= 1_000);
-    w.kill9();
-    let durable = durable_incremental_key(&data).expect("the kill landed inside the incremental snapshot");
-    assert!(durable < ROWS - 500, "the snapshot was nearly done at the kill ({durable})");
-    let before_kill = consume(&data, TOPIC).len();
-    w.restart();
-    eventually(Duration::from_secs(120), "the incremental snapshot to complete", || {
-        stored_offset(&data).is_some_and(|o| o.get("incremental_snapshot_collections").is_none())
-            && consume(&data, TOPIC)[before_kill..].iter().any(|r| op(r) == "r")
-    });
-    let transactions = writer.finish();
-    pg.sql("INSERT INTO items (id, v, note) VALUES (-1, 0, 'end marker')");
-    let mut records = Vec::new();
-    eventually(Duration::from_secs(60), "the end marker", || {
-        records = consume(&data, TOPIC);
-        records.iter().any(|r| op(r) == "c" && id(r) == -1)
-    });
-    let expected = table_rows(&pg);
-    let got = applied(&records);
-    let missing: Vec<_> = expected.keys().filter(|k| !got.contains_key(k)).take(10).collect();
-    let extra: Vec<_> = got.keys().filter(|k| !expected.contains_key(k)).take(10).collect();
-    let stale: Vec<_> = expected.iter().filter(|(k, v)| got.get(k).is_some_and(|g| g != *v)).take(10).collect();
-    assert!(missing.is_empty() && extra.is_empty() && stale.is_empty(), "missing {missing:?}, resurrected {extra:?}, stale {stale:?}");
-    let reads: Vec<&Json> = records.iter().filter(|r| op(r) == "r").collect();
-    assert!(reads.iter().all(|r| r["value"]["source"]["snapshot"] == "incremental"), "a READ without source.snapshot=incremental");
-    let mut per_key: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
-    for r in &reads {
-        *per_key.entry(id(r)).or_default() += 1;
-    }
-    let again: Vec<_> = per_key.iter().filter(|(k, n)| **k <= durable && **n > 1).take(10).collect();
-    assert!(again.is_empty(), "keys durable before the kill (up to {durable}) were read again: {again:?}");
-    let changed: std::collections::BTreeSet<i64> = records.iter().filter(|r| op(r) != "r").map(id).collect();
-    let untouched: Vec<i64> = expected.keys().copied().filter(|k| *k >= 1 && *k <= ROWS && !changed.contains(k)).collect();
-    let unread: Vec<_> = untouched.iter().filter(|k| !per_key.contains_key(k)).take(10).collect();
-    assert!(untouched.len() > 500 && unread.is_empty(), "{} untouched rows; not read: {unread:?}", untouched.len());
+    let end = kill_mid_snapshot_and_converge(&mut w, &pg, &data, writer, ROWS);
     eprintln!(
-        "read-only incremental snapshot: {} reads, durable key at the kill {durable}, {transactions} writer transactions",
-        reads.len()
+        "read-only incremental snapshot: {} reads, durable key at the kill {}, {} writer transactions",
+        end.reads, end.durable, end.transactions
     );
 
     // On a database nobody writes to, each window closes as soon as its chunk is read (the
     // server had sent everything before the read).
     let started = std::time::Instant::now();
-    let reads_before = reads.len();
+    let reads_before = end.reads;
     produce(
         &broker.bootstrap,
         "pg-signal",

@@ -309,10 +309,6 @@ impl Incremental {
         self.window.as_ref().and_then(|w| w.close_at).is_some_and(|at| lsn >= at)
     }
 
-    /// Closes the open read-only window: the chunk's remaining rows, as `r` records.
-    pub fn close_passed(&mut self, emit: Emit<'_>) -> Vec<SourceRecord> {
-        self.close(emit)
-    }
 
     fn stamp_with(&self, o: &mut SourceOffset, key: Option<&Vec<String>>) {
         let collections: Vec<Json> = self
@@ -425,8 +421,9 @@ impl Incremental {
         Ok(Vec::new())
     }
 
-    /// Closes the current window: its rows not superseded by the stream, as `op: "r"`.
-    fn close(&mut self, emit: Emit<'_>) -> Vec<SourceRecord> {
+    /// Closes the current window (at its close watermark, or a read-only one the stream has
+    /// [`passed`](Self::passed)): its rows not superseded by the stream, as `op: "r"`.
+    pub fn close(&mut self, emit: Emit<'_>) -> Vec<SourceRecord> {
         let w = self.window.take().expect("checked by the caller");
         let info = SourceInfo { ts_ms: now_ms(), snapshot: "incremental", tx_id: Some(emit.tx_id), lsn: Some(emit.lsn.0), sequence: None };
         let mut out = Vec::with_capacity(w.rows.len());
@@ -678,7 +675,7 @@ mod tests {
         let schema = source_schema();
         let partition = SourcePartition::new();
         let emit = Emit { base: heartbeat_offset(Lsn(500), 0), lsn: Lsn(500), tx_id: 7, source_schema: &schema, partition: &partition };
-        let keys: Vec<String> = s.close_passed(emit).iter().map(|r| format!("{:?}", r.key)).collect();
+        let keys: Vec<String> = s.close(emit).iter().map(|r| format!("{:?}", r.key)).collect();
         assert_eq!(keys.len(), 3, "{keys:?}");
         assert!(!s.passed(Lsn(1000)), "no window is open");
         assert!(s.wants_chunk(), "the next chunk is read");

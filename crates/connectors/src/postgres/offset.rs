@@ -261,6 +261,14 @@ pub fn snapshot_offset(lsn: Lsn, tx_id: Option<i64>, ts_usec: i64, last: bool, p
     o
 }
 
+/// Marks an offset as a blocking snapshot's record, as Debezium does (`snapshot: "BLOCKING"`;
+/// the last record of the snapshot sets `last_snapshot_record` and `snapshot_completed`).
+pub fn mark_blocking(o: &mut SourceOffset) {
+    o.insert("snapshot".into(), json!("BLOCKING"));
+    o.insert("last_snapshot_record".into(), json!(false));
+    o.insert("snapshot_completed".into(), json!(false));
+}
+
 pub fn change_offset(lsn: Lsn, commit_lsn: Lsn, tx_id: i64, ts_usec: i64, txn_seq: u64) -> SourceOffset {
     let mut o = SourceOffset::with_capacity(6);
     o.insert("lsn".into(), json!(lsn.0));

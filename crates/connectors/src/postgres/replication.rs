@@ -34,7 +34,8 @@ use super::envelope::{now_ms, ColumnSpec, Row, SharedTable, SourceInfo, TableSch
 use super::incremental::{Action, Emit, Incremental, Signal};
 use super::mapping::{Modes, SESSION_OPTIONS};
 use super::message::{self, MessageTopic};
-use super::offset::{change_offset, heartbeat_offset, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::offset::{change_offset, heartbeat_offset, mark_blocking, transaction_end_offset, Skip, PG_EPOCH_OFFSET_MICROS};
+use super::snapshot::Blocking;
 use super::transaction::TxCounts;
 
 /// The replication session settings shared by the export session and the stream, and what
@@ -188,22 +189,16 @@ pub struct Stream {
     idle_wal_end: Lsn,
 }
 
-/// An `execute-snapshot` signal of type blocking, read at `lsn` (the change with ordinal
-/// `seq` of transaction `tx_id`): the stream stops after it, and the task reads the tables
-/// before streaming on (see `Blocking` in snapshot.rs).
+/// An `execute-snapshot` signal of type blocking: the stream stops after it, and the task
+/// reads the tables before streaming on.
 #[derive(Debug, Clone)]
 pub struct BlockingRequest {
     pub signal: String,
     pub collections: Vec<String>,
     pub conditions: Vec<(String, String)>,
-    pub lsn: Lsn,
-    pub tx_id: i64,
-    /// The `source.sequence` of a change at `lsn`.
-    pub sequence: String,
-    /// The offsets of the snapshot's records: up to the change before the signal (all but
-    /// the last), and past the signal (the last).
-    pub before: SourceOffset,
-    pub after: SourceOffset,
+    /// Where the signal stands in the stream, for the snapshot's records (its `selects` are
+    /// filled in when the tables are known).
+    pub at: Blocking,
 }
 
 /// Change records are built without a source position: inside a batch, only the last one
@@ -402,7 +397,7 @@ impl Stream {
             _ => heartbeat_offset(handed.resume, ts_usec),
         };
         let emit = Emit { base, lsn, tx_id: i64::from(self.last_xid), source_schema: ctx.source_schema, partition: ctx.partition };
-        out.extend(ctx.incremental.close_passed(emit));
+        out.extend(ctx.incremental.close(emit));
     }
 
     /// Gives the last record its position when it was built without one.
@@ -613,20 +608,21 @@ impl Stream {
             let mut after = offset();
             for o in [&mut before, &mut after] {
                 ctx.incremental.stamp(o);
-                o.insert("snapshot".into(), serde_json::json!("BLOCKING"));
-                o.insert("last_snapshot_record".into(), serde_json::json!(false));
-                o.insert("snapshot_completed".into(), serde_json::json!(false));
+                mark_blocking(o);
             }
             tracing::info!(signal = %signal.id, tables = ?collections, %lsn, "blocking snapshot requested: streaming stops after the signal until the tables are read");
             self.blocking = Some(BlockingRequest {
                 signal: signal.id.clone(),
                 collections,
                 conditions,
-                lsn,
-                tx_id: i64::from(xid),
-                sequence: sequence(self.last_commit_lsn, lsn),
-                before,
-                after,
+                at: Blocking {
+                    lsn,
+                    tx_id: i64::from(xid),
+                    sequence: sequence(self.last_commit_lsn, lsn),
+                    before,
+                    after,
+                    selects: Default::default(),
+                },
             });
         } else if let Some(signal) = signal {
             // The signal changes what offsets carry: the changes before it get theirs now.

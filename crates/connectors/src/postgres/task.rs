@@ -256,11 +256,8 @@ impl Running {
                 let SnapshotRun { reader, then_stream, tables, started_at, handed, blocking, .. } = &mut **run;
                 if let (true, Some(b)) = (reader.lost_a_session(), blocking.as_ref()) {
                     // A blocking snapshot is not resumed part way: it is read again.
-                    let client = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
-                    let mut settings = snapshot_settings(&self.cfg, &self.modes, &self.source_schema, &self.partition);
-                    settings.blocking = Some(b.clone());
                     tracing::info!("a blocking snapshot session was lost: the blocking snapshot starts again");
-                    *reader = SnapshotReader::begin(&self.cfg, client, tables.clone(), None, b.lsn, None, settings).await?;
+                    *reader = blocking_reader(&self.cfg, &self.modes, &self.source_schema, &self.partition, tables.clone(), b).await?;
                 } else if reader.lost_a_session() {
                     // A lost session (the server restarted, a backend was ended): the
                     // snapshot goes on after the last record handed out, on a new snapshot,
@@ -338,10 +335,7 @@ impl Running {
                         self.kafka_signal(signal).await?;
                     }
                     if self.blocking.is_some() {
-                        if let Some(s) = self.stream.take() {
-                            s.close().await;
-                        }
-                        self.metrics.connected(false);
+                        self.close_stream().await;
                         return Ok(Vec::new());
                     }
                 }
@@ -386,10 +380,7 @@ impl Running {
                         if let Some(request) = stream.take_blocking() {
                             // Nothing after the signal was read: the stream waits, closed.
                             self.blocking = Some(request);
-                            if let Some(s) = self.stream.take() {
-                                s.close().await;
-                            }
-                            self.metrics.connected(false);
+                            self.close_stream().await;
                         }
                         self.progress.handed(batch.records.last().map(|r| &r.source_offset));
                         if let Some(end) = batch.idle_end {
@@ -403,10 +394,7 @@ impl Running {
                             self.incremental = before;
                         }
                         tracing::warn!(error = %e, retriable = e.is_retriable(), "replication stream failed; the next poll reconnects");
-                        self.metrics.connected(false);
-                        if let Some(s) = self.stream.take() {
-                            s.close().await;
-                        }
+                        self.close_stream().await;
                         Err(e)
                     }
                 }
@@ -426,19 +414,10 @@ impl Running {
                 let lsn = at.get("lsn").and_then(|v| v.as_u64()).map_or(self.handed.resume, Lsn);
                 let tx_id = at.get("txId").and_then(|v| v.as_i64()).unwrap_or_default();
                 self.incremental.stamp(&mut at);
-                at.insert("snapshot".into(), serde_json::json!("BLOCKING"));
-                at.insert("last_snapshot_record".into(), serde_json::json!(false));
-                at.insert("snapshot_completed".into(), serde_json::json!(false));
-                self.blocking = Some(BlockingRequest {
-                    signal: signal.id,
-                    collections,
-                    conditions,
-                    lsn,
-                    tx_id,
-                    sequence: replication::sequence(self.handed.last_commit, lsn),
-                    before: at.clone(),
-                    after: at,
-                });
+                offset::mark_blocking(&mut at);
+                let sequence = replication::sequence(self.handed.last_commit, lsn);
+                let at = Blocking { lsn, tx_id, sequence, before: at.clone(), after: at, selects: Default::default() };
+                self.blocking = Some(BlockingRequest { signal: signal.id, collections, conditions, at });
             }
             Action::Execute(..) if self.cfg.signal_table.is_none() && !self.cfg.read_only => tracing::error!(
                 signal = %signal.id,
@@ -467,23 +446,13 @@ impl Running {
     async fn start_blocking(&mut self, request: &BlockingRequest) -> ConnectResult<()> {
         let captured = catalog::tables(&self.catalog, &self.cfg.filter).await?;
         let tables = incremental::requested(&captured, &request.collections, &request.signal);
-        let selects = tables
+        let mut blocking = request.at.clone();
+        blocking.selects = tables
             .iter()
             .filter_map(|t| incremental::condition_for(&request.conditions, t).map(|f| (t.clone(), f.to_owned())))
             .collect();
-        let blocking = Blocking {
-            lsn: request.lsn,
-            tx_id: request.tx_id,
-            sequence: request.sequence.clone(),
-            before: request.before.clone(),
-            after: request.after.clone(),
-            selects,
-        };
         tracing::info!(signal = %request.signal, tables = ?tables.iter().map(ToString::to_string).collect::<Vec<_>>(), "blocking snapshot started; streaming waits");
-        let client = catalog::connect(&self.cfg).await.map_err(|(_, e)| e)?;
-        let mut settings = snapshot_settings(&self.cfg, &self.modes, &self.source_schema, &self.partition);
-        settings.blocking = Some(blocking.clone());
-        let reader = SnapshotReader::begin(&self.cfg, client, tables.clone(), None, request.lsn, None, settings).await?;
+        let reader = blocking_reader(&self.cfg, &self.modes, &self.source_schema, &self.partition, tables.clone(), &blocking).await?;
         self.metrics.snapshot_started(tables.len());
         self.phase = Phase::Snapshot(Box::new(SnapshotRun {
             reader,
@@ -497,6 +466,14 @@ impl Running {
         Ok(())
     }
 
+    /// Closes the replication stream, if open (the next streaming poll opens a new one).
+    async fn close_stream(&mut self) {
+        if let Some(s) = self.stream.take() {
+            s.close().await;
+        }
+        self.metrics.connected(false);
+    }
+
     /// `sluice.slot.lag.action=drop-and-resnapshot`: closes the stream, drops the slot and
     /// starts again as a connector without offsets would (a new slot, a new snapshot of the
     /// captured tables, then streaming). The offsets of the new snapshot's records replace
@@ -504,10 +481,7 @@ impl Running {
     /// old offsets and, with this action, snapshots again.
     async fn resnapshot(&mut self, reason: &str) -> ConnectResult<()> {
         tracing::warn!(slot = %self.cfg.slot_name, "{reason} (sluice.slot.lag.action=drop-and-resnapshot): dropping the slot and taking a new snapshot; changes the slot held are not sent as events");
-        if let Some(s) = self.stream.take() {
-            s.close().await;
-        }
-        self.metrics.connected(false);
+        self.close_stream().await;
         catalog::drop_slot_when_released(&self.catalog, &self.cfg.slot_name).await?;
         self.metrics.resnapshotted(&self.cfg.slot_name);
         let fresh = Running::plan(self.cfg.clone(), None, self.shutdown.clone(), self.metrics.gauges()).await?;
@@ -547,6 +521,20 @@ fn snapshot_settings(cfg: &PostgresConfig, modes: &Modes, source_schema: &Schema
         rules: Arc::new(cfg.columns.clone()),
         blocking: None,
     }
+}
+
+/// A reader of `tables` for the blocking snapshot `b`, on a session and snapshot of its own.
+async fn blocking_reader(
+    cfg: &PostgresConfig,
+    modes: &Modes,
+    source_schema: &SchemaRef,
+    partition: &SourcePartition,
+    tables: Vec<TableId>,
+    b: &Blocking,
+) -> ConnectResult<SnapshotReader> {
+    let client = catalog::connect(cfg).await.map_err(|(_, e)| e)?;
+    let settings = SnapshotSettings { blocking: Some(b.clone()), ..snapshot_settings(cfg, modes, source_schema, partition) };
+    SnapshotReader::begin(cfg, client, tables, None, b.lsn, None, settings).await
 }
 
 #[async_trait]
