@@ -90,15 +90,10 @@ impl Debezium {
     }
 
     fn changes(&mut self) -> Vec<Change> {
-        self.values().iter().filter_map(change).collect()
-    }
-
-    /// The values of the records it wrote, in order.
-    fn values(&mut self) -> Vec<Json> {
         if let Ok(Some(status)) = self.child.try_wait() {
             panic!("Debezium exited ({status}) while running:\n{}", tail(&self.log));
         }
-        sluice_tests::read_lines(&self.out).iter().map(|l| serde_json::from_str::<Json>(l).unwrap()["value"].clone()).collect()
+        sluice_tests::read_lines(&self.out).iter().filter_map(|l| change(&serde_json::from_str::<Json>(l).unwrap()["value"])).collect()
     }
 
     /// Stops the engine as a Connect worker stops a connector: its offsets are committed.
@@ -274,38 +269,4 @@ fn a_debezium_deployment_cuts_over_to_sluice_on_its_own_offsets_and_slot() {
         after.len(),
         by_sluice.len() - delivered.len()
     );
-
-    // 5. And back: sluice stops (committing its offsets), changes go on, and Debezium starts
-    // again on the offsets sluice wrote.
-    assert!(worker.terminate().success(), "sluice stops cleanly");
-    eventually(Duration::from_secs(60), "sluice's replication session to end", || {
-        pg.sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cut_slot' AND active") == "0"
-    });
-    let offsets = read_topic(&broker.bootstrap, OFFSETS_TOPIC);
-    let (_, committed) = offsets.iter().rev().find(|(k, _)| *k == json!([NAME, {"server": "cut"}])).expect("sluice's offset");
-    eprintln!("sluice's last offset: {committed}");
-    let committed_lsn = committed["lsn"].as_u64().expect("an lsn in sluice's offset");
-    insert(&pg, 3_301..=3_400, 10);
-    let mut back = BTreeSet::new();
-    expect(&mut back, "c", 3_301..=3_400);
-    let back_dir = dir.path().join("back");
-    std::fs::create_dir_all(&back_dir).unwrap();
-    let mut debezium = Debezium::start(&back_dir, &pg, &broker.bootstrap);
-    eventually(Duration::from_secs(180), "Debezium's changes after the cut-over back", || {
-        debezium.changes().into_iter().collect::<BTreeSet<_>>().is_superset(&back)
-    });
-    let values = debezium.values();
-    debezium.stop();
-    let by_back: Vec<Change> = values.iter().filter_map(change).collect();
-    assert!(!by_back.iter().any(|(op, _)| op == "r"), "Debezium took the stream back without a new snapshot");
-    // Nothing covered by sluice's committed offset is sent again (a change after it, which
-    // sluice delivered before its offset was committed, may be: at least once).
-    let again: Vec<(Change, Json)> = values
-        .iter()
-        .filter_map(|v| Some((change(v)?, v["source"]["lsn"].clone())))
-        .filter(|(c, lsn)| !back.contains(c) && lsn.as_u64().is_some_and(|l| l <= committed_lsn))
-        .collect();
-    assert!(again.is_empty(), "changes covered by sluice's committed offset were delivered again by Debezium: {again:?}");
-    let resent = by_back.iter().filter(|c| !back.contains(c)).count();
-    eprintln!("back on Debezium: {} changes, {resent} of them delivered before by sluice after its last offset", by_back.len());
 }
