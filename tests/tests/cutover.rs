@@ -8,7 +8,9 @@
 //! on while nothing runs; `sluice distributed` on the same offsets topic is given the same
 //! connector and picks up from Debezium's offset. sluice is SIGKILLed in the middle of its
 //! catch-up and started again. Every change is delivered: by Debezium before the cut-over, by
-//! sluice after it, and nothing Debezium delivered is delivered again by sluice.
+//! sluice after it, and nothing Debezium delivered is delivered again by sluice. Then sluice
+//! stops and Debezium takes the connector back on sluice's offsets and slot, with no snapshot
+//! and nothing sluice's stored offset covers delivered again.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -90,10 +92,24 @@ impl Debezium {
     }
 
     fn changes(&mut self) -> Vec<Change> {
+        self.values().iter().filter_map(change).collect()
+    }
+
+    /// The values of the records it wrote, in order.
+    fn values(&mut self) -> Vec<Json> {
         if let Ok(Some(status)) = self.child.try_wait() {
             panic!("Debezium exited ({status}) while running:\n{}", tail(&self.log));
         }
-        sluice_tests::read_lines(&self.out).iter().filter_map(|l| change(&serde_json::from_str::<Json>(l).unwrap()["value"])).collect()
+        sluice_tests::read_lines(&self.out).iter().map(|l| serde_json::from_str::<Json>(l).unwrap()["value"].clone()).collect()
+    }
+
+    /// Waits for `done` over the changes written so far; on timeout, fails with the engine's log.
+    fn wait_for(&mut self, timeout: Duration, what: &str, done: impl Fn(&[Change]) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !done(&self.changes()) {
+            assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}; Debezium's log:\n{}", tail(&self.log));
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Stops the engine as a Connect worker stops a connector: its offsets are committed.
@@ -171,15 +187,13 @@ fn a_debezium_deployment_cuts_over_to_sluice_on_its_own_offsets_and_slot() {
     let mut debezium = Debezium::start(dir.path(), &pg, &broker.bootstrap);
     let mut before = BTreeSet::new();
     expect(&mut before, "r", 1..=100);
-    eventually(Duration::from_secs(120), "Debezium's snapshot", || debezium.changes().iter().filter(|(op, _)| op == "r").count() >= 100);
+    debezium.wait_for(Duration::from_secs(120), "Debezium's snapshot", |c| c.iter().filter(|(op, _)| op == "r").count() >= 100);
     insert(&pg, 101..=200, 10);
     pg.sql("UPDATE orders SET qty = qty + 1 WHERE id <= 5; DELETE FROM orders WHERE id BETWEEN 6 AND 8");
     expect(&mut before, "c", 101..=200);
     expect(&mut before, "u", 1..=5);
     expect(&mut before, "d", 6..=8);
-    eventually(Duration::from_secs(60), "Debezium's streamed changes", || {
-        debezium.changes().into_iter().collect::<BTreeSet<_>>().is_superset(&before)
-    });
+    debezium.wait_for(Duration::from_secs(60), "Debezium's streamed changes", |c| c.iter().cloned().collect::<BTreeSet<_>>().is_superset(&before));
     debezium.stop();
     let by_debezium: Vec<Change> = sluice_tests::read_lines(&dir.path().join("debezium.jsonl"))
         .iter()
@@ -269,4 +283,51 @@ fn a_debezium_deployment_cuts_over_to_sluice_on_its_own_offsets_and_slot() {
         after.len(),
         by_sluice.len() - delivered.len()
     );
+
+    // 5. And back. While sluice idles, two checkpoints let the slot's restart LSN follow what
+    // sluice confirms; Debezium refuses to start on a slot whose restart LSN has passed the
+    // stored offset. sluice stops (committing its offsets), changes go on, and Debezium
+    // starts again on the offsets sluice wrote.
+    for _ in 0..2 {
+        pg.sql("CHECKPOINT");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert!(worker.terminate().success(), "sluice stops cleanly");
+    eventually(Duration::from_secs(60), "sluice's replication session to end", || {
+        pg.sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cut_slot' AND active") == "0"
+    });
+    let offsets = read_topic(&broker.bootstrap, OFFSETS_TOPIC);
+    let (_, committed) = offsets.iter().rev().find(|(k, _)| *k == json!([NAME, {"server": "cut"}])).expect("sluice's offset");
+    eprintln!("sluice's last offset: {committed}");
+    let committed_lsn = committed["lsn"].as_u64().expect("an lsn in sluice's offset");
+    let processed = committed.get("lsn_proc").and_then(Json::as_u64).unwrap_or(committed_lsn);
+    let slot = pg.sql("SELECT (restart_lsn - '0/0')::bigint, (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'cut_slot'");
+    let (restart, confirmed) = slot.split_once('|').map(|(r, c)| (r.parse::<u64>().unwrap(), c.parse::<u64>().unwrap())).expect("the slot's positions");
+    assert!(restart <= processed, "the slot's restart LSN {restart} passed the stored offset's {processed}: Debezium would refuse the slot");
+    let resume = committed.get("lsn_commit").and_then(Json::as_u64).unwrap_or(committed_lsn);
+    assert!(confirmed <= resume, "the slot was confirmed at {confirmed}, past the stored offset's resume position {resume}");
+
+    insert(&pg, 3_301..=3_400, 10);
+    let mut back = BTreeSet::new();
+    expect(&mut back, "c", 3_301..=3_400);
+    let back_dir = dir.path().join("back");
+    std::fs::create_dir_all(&back_dir).unwrap();
+    let mut debezium = Debezium::start(&back_dir, &pg, &broker.bootstrap);
+    debezium.wait_for(Duration::from_secs(180), "Debezium's changes after the cut-over back", |c| {
+        c.iter().cloned().collect::<BTreeSet<_>>().is_superset(&back)
+    });
+    let values = debezium.values();
+    debezium.stop();
+    let by_back: Vec<Change> = values.iter().filter_map(change).collect();
+    assert!(!by_back.iter().any(|(op, _)| op == "r"), "Debezium took the stream back without a new snapshot");
+    // Nothing covered by sluice's committed offset is sent again (a change after it, which
+    // sluice delivered before its offset was committed, may be: at least once).
+    let again: Vec<(Change, Json)> = values
+        .iter()
+        .filter_map(|v| Some((change(v)?, v["source"]["lsn"].clone())))
+        .filter(|(c, lsn)| !back.contains(c) && lsn.as_u64().is_some_and(|l| l <= processed))
+        .collect();
+    assert!(again.is_empty(), "changes covered by sluice's committed offset were delivered again by Debezium: {again:?}");
+    let resent = by_back.iter().filter(|c| !back.contains(c)).count();
+    eprintln!("back on Debezium: {} changes, {resent} of them delivered before by sluice after its last offset", by_back.len());
 }

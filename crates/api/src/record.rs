@@ -83,6 +83,20 @@ pub struct SourceRecord {
     pub headers: Headers,
 }
 
+impl SourceRecord {
+    /// A record that writes nothing and only moves its source partition's offset (as Kafka
+    /// Connect's `SourceTask::updateOffsets` does): the runtime stores `offset` once every
+    /// record polled before it is durable. Transforms and converters never see it.
+    pub fn offset_only(source_partition: SourcePartition, source_offset: SourceOffset) -> Self {
+        Self { source_partition, source_offset, ..Self::default() }
+    }
+
+    /// Whether this record only moves an offset (an empty topic: no topic has that name).
+    pub fn is_offset_only(&self) -> bool {
+        self.topic.is_empty()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TimestampType {
     #[default]

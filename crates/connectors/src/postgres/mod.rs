@@ -24,14 +24,15 @@
 //! ```
 //!
 //! Progress tracking: see `offset.rs`. The flush LSN reported to Postgres never moves back
-//! and never passes a change that is not durable: it is the position of offsets the
-//! runtime made durable or, while everything handed out is durable, the WAL end of a
-//! keepalive received between transactions (as pgjdbc does for Debezium). The latter lets
-//! the slot follow an idle database, and lets a fast Postgres shutdown (which waits for
-//! the walsender's sent position to be confirmed) finish while the stream is connected.
-//! It also means the slot may be ahead of the stored offset; a restart then streams from
-//! the slot, as Debezium does. Offsets restored from an older backup are therefore not
-//! detected (a missing slot still is).
+//! and never passes the stored offset: it is the position of offsets the runtime stored. A
+//! keepalive received between transactions becomes an offset-only record at the server's
+//! WAL end, so the stored offset, and then the slot, follow an idle database, and a fast
+//! Postgres shutdown (which waits for the walsender's sent position to be confirmed)
+//! finishes once that offset is stored (within `offset.flush.interval.ms`). Because the
+//! slot is never ahead of the stored offset, Debezium can take the slot over on sluice's
+//! offsets (it refuses a slot whose restart LSN passed its offset). A slot left ahead by an
+//! older version is streamed from, as Debezium does; offsets restored from an older backup
+//! are therefore not detected (a missing slot still is).
 //!
 //! Transports: `tokio-postgres` for catalog queries and snapshots, `pgwire-replication`
 //! for the replication protocol (its reader task keeps sending standby status while the

@@ -41,13 +41,15 @@
 //! - The **resume position** of an offset is `lsn_commit` when present, else `lsn`.
 //!   Postgres resends every transaction whose commit LSN is at or after it.
 //! - The confirmed LSN moves only through [`Confirmed::advance`], never back, and only to
-//!   a position with nothing unhanded or non-durable before it ([`Progress`]): the resume
-//!   position of an offset the runtime reported durable, or, while every record handed
-//!   out is durable, the WAL end of a keepalive received between transactions (nothing
-//!   before it is left to send; confirming it lets the slot follow an idle database and
-//!   lets a fast Postgres shutdown finish).
-//! - So the slot can be ahead of the stored offset; on restart Postgres then resends from
-//!   the slot's position, and nothing of interest lies in between.
+//!   the resume position of an offset the runtime stored ([`Progress`]). A keepalive
+//!   received between transactions (nothing before its WAL end is left to send) becomes an
+//!   offset-only record at that WAL end, so the stored offset, and with it the slot,
+//!   follows an idle database.
+//! - So the slot is never ahead of the stored offset, as with Debezium, which refuses to
+//!   start when the slot's restart LSN has passed its offset: a connector can go back to
+//!   Debezium on sluice's offsets. (Slots confirmed by older versions may be ahead; on
+//!   restart Postgres then resends from the slot's position, and nothing of interest lies
+//!   in between.)
 //! - On restart inside a transaction, the changes of the transaction with commit LSN
 //!   `lsn_commit` up to and including `txn_seq` are skipped: they are in the log already.
 
@@ -322,8 +324,7 @@ impl Confirmed {
     }
 }
 
-/// What may be confirmed: the records handed out and not yet reported durable, and the
-/// newest idle server position seen.
+/// What may be confirmed: the records handed out and not yet reported durable.
 ///
 /// "Durable" is recognised by offset equality: the runtime reports the newest offset of a
 /// polled batch, and the last record of a batch has an offset no earlier record shares
@@ -334,9 +335,6 @@ pub struct Progress {
     confirmed: Confirmed,
     /// Offset of the newest record handed out, until an equal offset is reported durable.
     pending: Option<SourceOffset>,
-    /// Newest keepalive WAL end seen between transactions: every change before it was
-    /// handed out by the time it was seen.
-    idle_end: Lsn,
 }
 
 impl Progress {
@@ -349,6 +347,7 @@ impl Progress {
     }
 
     /// Whether every record handed out is durable.
+    #[cfg(test)]
     pub fn drained(&self) -> bool {
         self.pending.is_none()
     }
@@ -360,27 +359,15 @@ impl Progress {
         }
     }
 
-    /// The server's WAL end from a keepalive received between transactions, after every
-    /// record decoded before it was handed out (see [`Progress::handed`]). Returns the LSN
-    /// to confirm now, if any.
-    pub fn server_idle(&mut self, wal_end: Lsn) -> Option<Lsn> {
-        self.idle_end = self.idle_end.max(wal_end);
-        if self.drained() {
-            self.confirmed.advance(self.idle_end)
-        } else {
-            None
-        }
-    }
-
-    /// The runtime made everything up to `durable` durable. Returns the LSN to confirm
-    /// now, if any.
+    /// The runtime stored everything up to `durable`. Returns the LSN to confirm now, if
+    /// any: the stored offset's resume position, never more, so the slot is never ahead of
+    /// the stored offset (Debezium refuses a slot whose restart LSN passed its offset).
     pub fn committed(&mut self, durable: &SourceOffset) -> ConnectResult<Option<Lsn>> {
         let resume = StoredOffset::parse(durable)?.resume_lsn();
         if self.pending.as_ref() == Some(durable) {
             self.pending = None;
         }
-        let to = if self.drained() { resume.max(self.idle_end) } else { resume };
-        Ok(self.confirmed.advance(to))
+        Ok(self.confirmed.advance(resume))
     }
 }
 
@@ -389,26 +376,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn idle_end_is_confirmed_only_once_everything_handed_out_is_durable() {
+    fn only_stored_positions_are_confirmed_and_never_backwards() {
         let first = change_offset(Lsn(100), Lsn(120), 1, 0, 1);
         let second = change_offset(Lsn(205), Lsn(208), 2, 0, 1);
+        let idle = heartbeat_offset(Lsn(230), 0);
         let mut p = Progress::new(Lsn(50));
-        // Idle, nothing handed out: the keepalive is confirmed at once.
-        assert_eq!(p.server_idle(Lsn(90)), Some(Lsn(90)));
-        // A change is handed out: a later keepalive must not confirm past it.
         p.handed(Some(&first));
-        assert_eq!(p.server_idle(Lsn(200)), None);
-        assert_eq!(p.confirmed(), Lsn(90));
-        // A second batch is handed out before the first is durable.
         p.handed(Some(&second));
-        assert_eq!(p.committed(&first).unwrap(), Some(Lsn(120)), "only the durable offset's position");
-        assert_eq!(p.server_idle(Lsn(210)), None);
-        // Everything durable: the keepalive seen meanwhile is confirmed.
-        assert_eq!(p.committed(&second).unwrap(), Some(Lsn(210)));
-        assert_eq!(p.server_idle(Lsn(220)), Some(Lsn(220)));
+        assert_eq!(p.committed(&first).unwrap(), Some(Lsn(120)), "only the stored offset's position");
+        assert!(!p.drained());
+        assert_eq!(p.committed(&second).unwrap(), Some(Lsn(208)));
+        assert!(p.drained());
+        // A keepalive's offset-only record is confirmed when it is stored, not before.
+        p.handed(Some(&idle));
+        assert_eq!(p.confirmed(), Lsn(208));
+        assert_eq!(p.committed(&idle).unwrap(), Some(Lsn(230)));
         // An older commit never moves it back, nor makes it pending.
         assert_eq!(p.committed(&first).unwrap(), None);
-        assert_eq!(p.confirmed(), Lsn(220));
+        assert_eq!(p.confirmed(), Lsn(230));
         assert!(p.drained());
     }
 
@@ -419,7 +404,8 @@ mod tests {
         p.handed(Some(&o));
         p.handed(None);
         assert!(!p.drained());
-        assert_eq!(p.server_idle(Lsn(500)), None);
+        assert_eq!(p.committed(&o).unwrap(), Some(Lsn(120)));
+        assert!(p.drained());
     }
 
     #[test]

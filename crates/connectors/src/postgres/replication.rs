@@ -7,16 +7,15 @@
 //!        │ standby status:              │ while it is full the reader keeps sending
 //!        │ flush = confirmed LSN        │ status updates, so wal_sender_timeout never
 //!        │                              ▼ fires under backpressure
-//!  Stream::confirm ◀── Progress ◀── task.commit ◀── runtime (offsets durable)
-//!                         ▲
-//!                         └── keepalive WAL end (between transactions)
+//!  Stream::confirm ◀── Progress ◀── task.commit ◀── runtime (offsets stored)
+//!                                                      ▲
 //!                               Stream::poll_batch ──▶ records ──▶ runtime
+//!                               (a keepalive between transactions: an offset-only record)
 //! ```
 //!
 //! Only the confirmed LSN is ever reported as flushed (see `offset.rs`, `Progress`): the
-//! position of offsets the runtime made durable, or, once everything handed out is
-//! durable, the WAL end of a keepalive received between transactions. Changes merely
-//! received are never acknowledged.
+//! position of offsets the runtime stored. Changes merely received are never acknowledged,
+//! and the slot is never ahead of the stored offset, so Debezium can take the slot over.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -145,9 +144,6 @@ pub struct Handed {
 /// What one [`Stream::poll_batch`] read.
 pub struct Batch {
     pub records: Vec<SourceRecord>,
-    /// The WAL end of the newest keepalive received between transactions: once `records`
-    /// (and everything handed out before) are durable, nothing before it is left.
-    pub idle_end: Option<Lsn>,
 }
 
 pub struct StreamContext<'a> {
@@ -287,14 +283,13 @@ impl Stream {
         handed: &mut Handed,
     ) -> ConnectResult<Batch> {
         let mut out = Vec::new();
-        let mut idle_end = None;
         if self.txn.is_none() && ctx.incremental.passed(self.idle_wal_end) {
             // A read-only window whose chunk was read while the server had nothing more to
             // send: the server sends no keepalive until there is WAL to decode.
             let at = self.idle_wal_end;
             self.close_window(ctx, at, &mut out, handed);
             if ctx.incremental.wants_chunk() {
-                return Ok(Batch { records: out, idle_end: None });
+                return Ok(Batch { records: out });
             }
         }
         while out.len() < max {
@@ -349,22 +344,25 @@ impl Stream {
                 ReplicationEvent::KeepAlive { wal_end, .. } => {
                     if self.txn.is_none() {
                         // Every change before it has been decoded into `out` or handed out.
-                        idle_end = Some(wal_end);
                         self.idle_wal_end = self.idle_wal_end.max(wal_end);
                         if ctx.incremental.passed(wal_end) {
                             self.close_window(ctx, wal_end, &mut out, handed);
                         }
-                    }
-                    let hb = ctx.cfg.heartbeat_interval_ms;
-                    if hb > 0
-                        && self.txn.is_none()
-                        && wal_end > self.heartbeat_lsn
-                        && self.last_heartbeat.elapsed() >= Duration::from_millis(hb)
-                    {
-                        self.heartbeat_lsn = wal_end;
-                        self.last_heartbeat = Instant::now();
-                        *handed = Handed { resume: wal_end, skip: None, last_commit: handed.last_commit };
-                        out.push(heartbeat(ctx, wal_end));
+                        let hb = ctx.cfg.heartbeat_interval_ms;
+                        if hb > 0 && wal_end > self.heartbeat_lsn && self.last_heartbeat.elapsed() >= Duration::from_millis(hb) {
+                            self.heartbeat_lsn = wal_end;
+                            self.last_heartbeat = Instant::now();
+                            *handed = Handed { resume: wal_end, skip: None, last_commit: handed.last_commit };
+                            out.push(heartbeat(ctx, wal_end));
+                        } else if wal_end > handed.resume {
+                            // Nothing before the server's WAL end is left to send. The stored
+                            // offset moves there once everything before is durable, and the
+                            // slot follows it: an idle database's slot does not hold WAL, and
+                            // the slot is never confirmed past the stored offset.
+                            self.settle_tail(ctx, &mut out);
+                            *handed = Handed { resume: wal_end, skip: None, last_commit: handed.last_commit };
+                            out.push(SourceRecord::offset_only(ctx.partition.clone(), heartbeat_offset(wal_end, now_ms() * 1000)));
+                        }
                     }
                 }
                 ReplicationEvent::Message { transactional, lsn, prefix, content } => {
@@ -383,7 +381,7 @@ impl Stream {
         }
         self.settle_tail(ctx, &mut out);
         debug_assert!(out.last().is_none_or(|r| !r.source_partition.is_empty()), "a batch ends with a record that has a position");
-        Ok(Batch { records: out, idle_end })
+        Ok(Batch { records: out })
     }
 
     /// Closes a read-only incremental snapshot window the stream has passed, at `lsn`

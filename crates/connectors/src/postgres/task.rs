@@ -136,8 +136,8 @@ impl Running {
         if let Some(o) = streaming_from {
             match slot_lsn {
                 Some(f) if o.resume_lsn() < f => {
-                    // The slot follows keepalives while everything handed out is durable
-                    // (offset.rs), so it may be ahead: nothing of interest lies in between.
+                    // Older versions confirmed keepalives before storing them, so the slot
+                    // may be ahead (offset.rs): nothing of interest lies in between.
                     tracing::info!(slot = %cfg.slot_name, stored = %o.resume_lsn(), slot_lsn = %f, "the slot is ahead of the stored offset; streaming from the slot");
                 }
                 None => {
@@ -383,10 +383,6 @@ impl Running {
                             self.close_stream().await;
                         }
                         self.progress.handed(batch.records.last().map(|r| &r.source_offset));
-                        if let Some(end) = batch.idle_end {
-                            let lsn = self.progress.server_idle(end);
-                            self.confirm(lsn, "server idle: confirming its wal end");
-                        }
                         Ok(batch.records)
                     }
                     Err(e) => {

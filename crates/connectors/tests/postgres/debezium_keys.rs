@@ -43,7 +43,7 @@ async fn shared_locking_holds_every_captured_table_until_the_snapshot_ends() {
         let until = Instant::now() + Duration::from_secs(10);
         while share_locked(&db, "b").await {
             assert!(Instant::now() < until, "snapshot.locking.mode={mode}: b still locked after the snapshot");
-            all.extend(task.poll().await.expect("poll"));
+            all.extend(task.poll_data().await.expect("poll"));
         }
         task.stop().await.unwrap();
     }

@@ -92,7 +92,7 @@ async fn logical_decoding_messages_are_debeziums_records_and_resume_after_each()
         // Nothing more arrives: a short wait for stray duplicates.
         let until = Instant::now() + Duration::from_millis(600);
         while Instant::now() < until {
-            again.extend(task.poll().await.expect("poll"));
+            again.extend(task.poll_data().await.expect("poll"));
         }
         task.stop().await.unwrap();
         assert_eq!(shape(&again), expected[i + 1..], "restart after record {i}: {:?}", record.source_offset);

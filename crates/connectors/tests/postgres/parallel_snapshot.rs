@@ -137,7 +137,7 @@ async fn three_tables_are_read_at_once_on_the_exported_snapshot() {
     let new_rows = |a: &[SourceRecord]| data(a).into_iter().filter(|r| int(r, "id") >= NEW).count();
     while new_rows(&all) < 3 * total as usize {
         assert!(Instant::now() < until, "timed out after {} records", all.len());
-        all.extend(task.poll().await.unwrap());
+        all.extend(task.poll_data().await.unwrap());
     }
     // (Another session's statement may be running for a moment; a snapshot transaction
     // left open would stay.)

@@ -228,7 +228,7 @@ impl SourceRunner {
             if records.is_empty() {
                 continue;
             }
-            let (polled, began) = (records.len() as u64, Instant::now());
+            let (polled, began) = (records.iter().filter(|r| !r.is_offset_only()).count() as u64, Instant::now());
             self.metrics.add(&self.metrics.source_record_poll, polled);
             // Converted and appended in chunks of about MAX_APPEND_BYTES: only a chunk of
             // converted bytes waits outside the in-flight budget, whatever the poll's size.
@@ -312,7 +312,7 @@ impl SourceRunner {
                 self.metrics.call(polling.elapsed());
             }
             if !records.is_empty() {
-                let (polled, began) = (records.len() as u64, Instant::now());
+                let (polled, began) = (records.iter().filter(|r| !r.is_offset_only()).count() as u64, Instant::now());
                 self.metrics.add(&self.metrics.source_record_poll, polled);
                 let (batch, offsets) = self.convert(&mut router, &mut records.into_iter(), usize::MAX).await?;
                 self.metrics.add(&self.metrics.source_record_write, batch.len() as u64);
@@ -388,6 +388,10 @@ impl SourceRunner {
                 break;
             }
             let Some(r) = records.next() else { break };
+            if r.is_offset_only() {
+                track(&mut newest, &mut index, r.source_partition, r.source_offset);
+                continue;
+            }
             let r = if self.transforms.is_empty() {
                 r
             } else {

@@ -77,8 +77,11 @@ impl SourceTask for Batches {
         };
         Ok(batch
             .into_iter()
-            // A negative `i` is a record without a position of its own.
-            .map(|i| SourceRecord {
+            // A negative `i` is a record without a position of its own; from 1000 on, `i`
+            // is an offset-only record.
+            .map(|i| if i >= 1000 {
+                SourceRecord::offset_only([("p".to_owned(), json!(0))].into_iter().collect(), [("i".to_owned(), json!(i))].into_iter().collect())
+            } else { SourceRecord {
                 source_partition: if i < 0 { SourcePartition::new() } else { [("p".to_owned(), json!(0))].into_iter().collect() },
                 source_offset: if i < 0 { SourceOffset::new() } else { [("i".to_owned(), json!(i))].into_iter().collect() },
                 topic: "rows".into(),
@@ -89,7 +92,7 @@ impl SourceTask for Batches {
                 value: Value::String(if self.value_len == 0 { i.to_string() } else { format!("{i}:{}", "x".repeat(self.value_len)) }),
                 timestamp: Some(1),
                 headers: Headers::default(),
-            })
+            }})
             .collect())
     }
 }
@@ -234,6 +237,37 @@ async fn records_without_a_position_are_written_but_never_committed_as_the_offse
     let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
     assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(2));
     assert_eq!(offsets.get("c", &SourcePartition::new()), None, "no offset is stored under an empty partition");
+}
+
+/// An offset-only record writes nothing and moves its partition's offset, after the records
+/// before it, with and without exactly-once.
+#[tokio::test]
+async fn an_offset_only_record_writes_nothing_and_moves_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut r, done, _target) = runner(dir.path(), Vec::new(), Boundary::Poll, Arc::new(Recording::default())).await;
+    r.exactly_once = None;
+    r.task = Box::new(Batches { batches: vec![vec![1, 1002], vec![1003], vec![4]].into(), done: done.clone(), value_len: 0 });
+    let (log, offsets) = (r.log.clone(), r.offsets.clone());
+    r.run(done).await.unwrap();
+    let tp = sluice_api::TopicPartition::new("rows", 0);
+    let read: Vec<String> =
+        log.read(&tp, 0, 1 << 20, Duration::ZERO).await.unwrap().into_iter().map(|s| String::from_utf8(s.record.value.unwrap()).unwrap()).collect();
+    assert_eq!(read, ["1", "4"]);
+    let p: SourcePartition = [("p".to_owned(), json!(0))].into_iter().collect();
+    assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(4));
+
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recording::default());
+    let (r, done, _target) = runner(dir.path(), vec![vec![1, 1002], vec![1003]], Boundary::Poll, rec.clone()).await;
+    let offsets = r.offsets.clone();
+    r.run(done).await.unwrap();
+    let events = rec.events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        ["init", "begin", "send rows", "send offsets", "commit", "begin", "send ", "send offsets", "commit"],
+        "the offset-only record's offset is committed in its transaction, nothing is sent for it"
+    );
+    assert_eq!(offsets.get("c", &p).unwrap()["i"], json!(1003));
 }
 
 /// Fails `start` with `failures` (retriable or not, in order), then behaves as `inner`.
