@@ -20,6 +20,8 @@ pub mod schema;
 pub mod secret;
 pub mod text;
 #[cfg(feature = "tls")]
+pub mod pem;
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod value;
 

@@ -1,26 +1,18 @@
 //! The client certificate and key a connector presents to PostgreSQL (`sslcert`, `sslkey`,
-//! `sslpassword`), read as libpq and pgJDBC read them:
-//!
-//! | file | formats |
-//! |---|---|
-//! | certificate | PEM (the chain, leaf first) or one DER certificate |
-//! | key, plain | PEM PKCS#8 (`PRIVATE KEY`), PKCS#1 (`RSA PRIVATE KEY`), SEC1 (`EC PRIVATE KEY`); DER PKCS#8 (pgJDBC's `.pk8`), PKCS#1 or SEC1 |
-//! | key, encrypted | PKCS#8 `ENCRYPTED PRIVATE KEY`, PEM or DER, with PBES2 (PBKDF2 or scrypt, AES-CBC), decrypted with `sslpassword` |
-//!
-//! Refused with a message that says how to convert the key: OpenSSL's traditional
-//! encrypted PEM (`Proc-Type: 4,ENCRYPTED`) and PKCS#8 with PBES1 (e.g. `PBE-MD5-DES`).
+//! `sslpassword`), read as libpq and pgJDBC read them (`sluice_api::pem` has the formats;
+//! DER PKCS#8 is pgJDBC's `.pk8`, and an encrypted key is decrypted with `sslpassword`).
 //!
 //! Every error names the configuration key and the file. The key is checked against the
 //! certificate before any connection is tried.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pkcs8::der::pem::LineEnding;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use rustls::{Error as TlsError, InconsistentKeys};
+use sluice_api::pem::{read_chain, read_key};
 use sluice_api::Secret;
 
 use super::KeyNames;
@@ -46,7 +38,7 @@ impl ClientCert {
     pub fn load(&self, names: &KeyNames, provider: &rustls::crypto::CryptoProvider) -> Result<Identity, String> {
         let (chain, cert_pem) = read_chain(&self.cert).map_err(|e| format!("{} {}: {e}", names.cert, self.cert.display()))?;
         let (key, key_pem) =
-            read_key(&self.key, self.password.as_ref(), names).map_err(|e| format!("{} {}: {e}", names.key, self.key.display()))?;
+            read_key(&self.key, self.password.as_ref(), names.password).map_err(|e| format!("{} {}: {e}", names.key, self.key.display()))?;
         match CertifiedKey::from_der(chain.clone(), key.clone_key(), provider) {
             Ok(_) => {}
             Err(TlsError::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
@@ -96,108 +88,6 @@ fn encode(label: &str, der: &[u8]) -> std::io::Result<String> {
     pkcs8::der::pem::encode_string(label, LineEnding::LF, der).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-fn is_pem(bytes: &[u8]) -> bool {
-    bytes.windows(11).any(|w| w == b"-----BEGIN ")
-}
-
-/// The certificates in `path`, and whether the file is PEM.
-fn read_chain(path: &Path) -> Result<(Vec<CertificateDer<'static>>, bool), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the client certificate: {e}"))?;
-    if !is_pem(&bytes) {
-        return Ok((vec![CertificateDer::from(bytes)], false));
-    }
-    let chain = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("cannot parse the client certificate: {e}"))?;
-    if chain.is_empty() {
-        return Err("holds no certificate (expected PEM with BEGIN CERTIFICATE, or DER)".to_owned());
-    }
-    Ok((chain, true))
-}
-
-/// The private key in `path`, and whether it is unencrypted PEM.
-fn read_key(path: &Path, password: Option<&Secret>, names: &KeyNames) -> Result<(PrivateKeyDer<'static>, bool), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the client key: {e}"))?;
-    if !is_pem(&bytes) {
-        if let Ok(info) = pkcs8::EncryptedPrivateKeyInfo::try_from(bytes.as_slice()) {
-            return Ok((decrypt(&info, password, names)?, false));
-        }
-        if let Some(oid) = encryption_oid(&bytes) {
-            return Err(unsupported_encryption(oid));
-        }
-        return PrivateKeyDer::try_from(bytes)
-            .map(|k| (k, false))
-            .map_err(|_| "is neither PEM nor a DER PKCS#8, PKCS#1 or SEC1 private key".to_owned());
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    if text.contains("Proc-Type: 4,ENCRYPTED") {
-        return Err(format!(
-            "is encrypted in OpenSSL's traditional PEM format, which is not supported; convert it to encrypted PKCS#8 \
-             (openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY -out KEY.pk8) and give its password in {}",
-            names.password
-        ));
-    }
-    if let Ok(key) = PrivateKeyDer::from_pem_slice(&bytes) {
-        return Ok((key, true));
-    }
-    const BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
-    const END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
-    let Some(start) = text.find(BEGIN) else {
-        return Err("holds no private key (expected PEM PRIVATE KEY, RSA PRIVATE KEY, EC PRIVATE KEY or ENCRYPTED PRIVATE KEY)".to_owned());
-    };
-    let end = text[start..].find(END).map(|e| start + e + END.len()).ok_or("has an unterminated ENCRYPTED PRIVATE KEY section")?;
-    let (_, der) = pkcs8::der::pem::decode_vec(text[start..end].as_bytes()).map_err(|e| format!("cannot parse the key: {e}"))?;
-    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice()).map_err(|e| match encryption_oid(&der) {
-        Some(oid) => unsupported_encryption(oid),
-        None => format!("cannot parse the encrypted key: {e}"),
-    })?;
-    Ok((decrypt(&info, password, names)?, false))
-}
-
-/// The algorithm of an encrypted PKCS#8 structure whose scheme is not PBES2 (e.g. PKCS#12's
-/// `pbeWithSHAAnd3-KeyTripleDES-CBC`), which the parser above does not take.
-fn encryption_oid(der: &[u8]) -> Option<pkcs8::ObjectIdentifier> {
-    use pkcs8::der::asn1::OctetStringRef;
-    use pkcs8::der::{Decode, Reader, SliceReader};
-    let mut reader = SliceReader::new(der).ok()?;
-    reader
-        .sequence(|r| {
-            let alg = pkcs8::AlgorithmIdentifierRef::decode(r)?;
-            OctetStringRef::decode(r)?;
-            Ok(alg.oid)
-        })
-        .ok()
-}
-
-fn unsupported_encryption(oid: pkcs8::ObjectIdentifier) -> String {
-    format!(
-        "is encrypted with a scheme this version does not support (OID {oid}; PBES2 is supported); re-encrypt it \
-         (openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY -out KEY.pk8)"
-    )
-}
-
-fn decrypt(
-    info: &pkcs8::EncryptedPrivateKeyInfo<'_>,
-    password: Option<&Secret>,
-    names: &KeyNames,
-) -> Result<PrivateKeyDer<'static>, String> {
-    let Some(password) = password else {
-        return Err(format!("is encrypted; give its password in {}", names.password));
-    };
-    match info.decrypt(password.expose().as_bytes()) {
-        Ok(doc) => Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(doc.as_bytes().to_vec()))),
-        Err(pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::NoPbes1CryptSupport)) => {
-            Err("is encrypted with PBES1 (e.g. PBE-MD5-DES), which is not supported; re-encrypt it with PBES2 \
-             (openssl pkcs8 -topk8 -v2 aes-256-cbc -in KEY -out KEY.pk8)"
-                .to_owned())
-        }
-        Err(pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::UnsupportedAlgorithm { oid })) => {
-            Err(format!("is encrypted with an algorithm this version does not support ({oid}); re-encrypt it with aes-256-cbc"))
-        }
-        Err(_) => Err(format!("cannot be decrypted with the password in {} (is it the right one?)", names.password)),
-    }
-}
-
 /// What the replication library is told: the user's files when it reads them as they are,
 /// else an unnamed PEM copy (kept open by the returned guard).
 pub fn for_replication(identity: &Identity, cert: &ClientCert) -> std::io::Result<(PathBuf, PathBuf, Option<std::fs::File>)> {
@@ -212,6 +102,7 @@ pub fn for_replication(identity: &Identity, cert: &ClientCert) -> std::io::Resul
 mod tests {
     use super::super::SOURCE_KEYS;
     use super::*;
+    use std::path::Path;
     use std::process::Command;
 
     fn provider() -> rustls::crypto::CryptoProvider {
