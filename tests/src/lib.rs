@@ -54,6 +54,24 @@ pub struct Worker {
     /// Everything the worker printed (stdout and stderr), for failure messages and log checks.
     pub output: Arc<Mutex<String>>,
     agent: ureq::Agent,
+    /// Environment variables the worker gets on top of the test's (see [`Worker::launch_with`]).
+    env: Vec<(String, String)>,
+}
+
+/// What [`Worker::launch_with`] adds to a launch.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Environment variables for the worker process.
+    pub env: Vec<(String, String)>,
+    /// An `Authorization` header value every request of this `Worker` carries (the health
+    /// wait included): for workers whose REST API requires credentials.
+    pub authorization: Option<String>,
+}
+
+/// `Basic <base64(user:password)>`.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
 }
 
 impl Worker {
@@ -69,9 +87,20 @@ impl Worker {
     }
 
     pub fn launch(dir: &Path, launch: Launch) -> Worker {
-        let agent: ureq::Agent =
-            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
-        let mut w = Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent };
+        Self::launch_with(dir, launch, Extras::default())
+    }
+
+    /// [`Worker::launch`] with environment variables and credentials.
+    pub fn launch_with(dir: &Path, launch: Launch, extras: Extras) -> Worker {
+        let mut config = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60)));
+        if let Some(value) = extras.authorization {
+            config = config.middleware(move |mut req: ureq::http::Request<ureq::SendBody>, next: ureq::middleware::MiddlewareNext| {
+                req.headers_mut().insert("authorization", value.parse().expect("a header value"));
+                next.handle(req)
+            });
+        }
+        let agent: ureq::Agent = config.build().into();
+        let mut w = Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent, env: extras.env };
         w.spawn();
         w
     }
@@ -85,6 +114,9 @@ impl Worker {
             if k.starts_with("CONNECT_") {
                 cmd.env_remove(k);
             }
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
         }
         match &self.launch {
             Launch::Properties { props, connector_files } => {
@@ -106,8 +138,9 @@ impl Worker {
             }
             Launch::Distributed { props } => {
                 let mut text = format!("listeners=http://127.0.0.1:{}\noffset.flush.interval.ms=1000\nrestart.policy=never\n", self.port);
+                // `{port}` in a value is the worker's REST port (a later key wins).
                 for (k, v) in props {
-                    text.push_str(&format!("{k}={v}\n"));
+                    text.push_str(&format!("{k}={}\n", v.replace("{port}", &self.port.to_string())));
                 }
                 let file = self.dir.join("worker.properties");
                 std::fs::write(&file, text).expect("write worker.properties");
@@ -325,6 +358,31 @@ impl Worker {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
+}
+
+/// Starts `sluice standalone` on `props` and expects it to exit non-zero within 30 s; its output.
+pub fn refuses_to_start(dir: &Path, props: &str, env: &[(&str, &str)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join("worker.properties");
+    let port = free_port();
+    std::fs::write(&file, format!("listeners=http://127.0.0.1:{port}\ndata.dir={}\n{props}", dir.join("data").display())).unwrap();
+    let mut cmd = Command::new(binary());
+    cmd.arg("standalone").arg(&file).stdout(Stdio::piped()).stderr(Stdio::piped()).env_remove("KAFKA_OPTS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("run sluice");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the worker started on {props}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the worker exited cleanly on {props}");
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 /// A whole HTTP answer, from [`Worker::call`].

@@ -38,20 +38,28 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
     let sep = if path_and_query.contains('?') { '&' } else { '?' };
     let url = format!("{}{}{sep}forward=false", leader.trim_end_matches('/'), path_and_query);
     let content_type = req.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // The leader authenticates the client as this worker did (Connect's RestClient forwards
+    // the header too).
+    let authorization = req.headers().get("authorization").cloned();
     let body = match axum::body::to_bytes(req.into_body(), MAX_BODY).await {
         Ok(b) => b,
         Err(_) => return ApiError::bad_request("request body too large to forward").into_response(),
     };
     tracing::debug!(%method, %url, "forwarding a write to the group leader");
+    let tls = state.forward_tls.clone();
     let sent = tokio::task::spawn_blocking(move || -> Result<(u16, Option<String>, Vec<u8>), ureq::Error> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(std::time::Duration::from_secs(90)))
-            .build()
-            .into();
+        let mut config = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(std::time::Duration::from_secs(90)));
+        if let Some(tls) = tls {
+            config = config.tls_config(tls);
+        }
+        let agent: ureq::Agent = config.build().into();
         let request = ureq::http::Request::builder().method(method.as_str()).uri(&url);
         let request = match &content_type {
             Some(ct) => request.header("content-type", ct),
+            None => request,
+        };
+        let request = match authorization {
+            Some(a) => request.header("authorization", a),
             None => request,
         };
         let request = request.body(body.to_vec()).map_err(ureq::Error::from)?;

@@ -44,6 +44,7 @@ use sluice_runtime::logging::LogLevels;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub mod auth;
 pub mod connectors;
 pub mod directory;
 pub mod error;
@@ -55,6 +56,7 @@ pub mod plugins;
 pub mod request;
 pub mod root;
 pub mod tasks;
+pub mod tls;
 
 pub use error::ApiError;
 
@@ -73,6 +75,10 @@ pub struct RestState {
     /// The worker's `connectors.dir` (its drift rule applies to REST writes even when the
     /// worker has no directory of its own: a declared connector is owned cluster-wide).
     pub directory: Option<Arc<sluice_runtime::declared::reconcile::Directory>>,
+    /// HTTP Basic authentication (`rest.extension.classes`, see [`auth`]); `None`: open.
+    pub auth: Option<Arc<auth::BasicAuth>>,
+    /// How a follower reaches an `https://` leader (see [`tls::forwarding_tls`]).
+    pub forward_tls: Option<ureq::tls::TlsConfig>,
 }
 
 /// The whole API. Unknown paths answer 404 and known paths with another method 405, both in
@@ -84,7 +90,7 @@ pub fn router(state: RestState) -> Router {
 }
 
 fn routes(state: RestState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/", get(root::server_info))
         .route("/health", get(root::health))
         .route("/health/connectors", get(health::connectors))
@@ -116,9 +122,14 @@ fn routes(state: RestState) -> Router {
         // Applies to the routes above, so it comes after them.
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .fallback(|| async { ApiError::no_such_path() })
-        .layer(middleware::from_fn_with_state(state.clone(), forward::writes_to_leader))
-        .layer(middleware::from_fn(access_log))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), forward::writes_to_leader));
+    // Authentication comes before forwarding (a follower refuses what its leader would) and
+    // after the access log (refusals are logged too).
+    let routes = match state.auth.clone() {
+        Some(a) => routes.layer(middleware::from_fn_with_state(a, auth::require)),
+        None => routes,
+    };
+    routes.layer(middleware::from_fn(access_log)).with_state(state)
 }
 
 /// Runs before routing: answers 400 for a path with an empty segment and drops one trailing
@@ -147,13 +158,34 @@ async fn normalise_path(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// [`serve`] over TLS: `listener`'s connections are TLS with `config`.
+pub async fn serve_tls(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
+    let listener = tls::TlsListener::new(listener, config)?;
+    if let Ok(addr) = axum::serve::Listener::local_addr(&listener) {
+        tracing::info!(%addr, "REST API listening (https)");
+    }
+    // `tap_io` gives the client's address to handlers, as for plain listeners.
+    axum::serve(listener.tap_io(|_| {}), router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets requests in flight
 /// finish.
 pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) -> std::io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "REST API listening");
     }
-    axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+    // The client's address is known to handlers (authentication counts failures per address).
+    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
 }
 
 /// One line per request: method, path, status and time. Never the body or the query (which

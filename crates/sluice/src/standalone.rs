@@ -73,6 +73,18 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
     };
     let flag = connectors_dir.map(|d| ("CONNECT_CONNECTORS_DIR".to_owned(), d));
     let worker = WorkerConfig::from_sources(file_props, std::env::vars().chain(flag)).context("invalid worker configuration")?;
+    let auth = sluice_rest::auth::from_worker(&worker.props, std::env::var("KAFKA_OPTS").ok().as_deref())
+        .context("invalid REST authentication")?;
+    // The `ssl.*` keys also configure the Kafka clients: they are read for the REST API only
+    // when a listener is https (as Connect reads them only then).
+    let (https, forward_tls) = if worker.rest_listeners.iter().any(|l| l.https) {
+        (
+            Some(sluice_rest::tls::server_config(&worker.props).context("invalid https listener settings")?),
+            sluice_rest::tls::forwarding_tls(&worker.props).context("invalid https listener settings")?,
+        )
+    } else {
+        (None, None)
+    };
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
     check_exactly_once(mode, &worker)?;
@@ -94,15 +106,25 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
     let member = group.map(GroupMember::new);
-    let url = format!("http://{}/", worker.worker_id());
+    let url = worker.advertised_url();
     let (herder, snapshot) = match &member {
         Some(m) => StandaloneHerder::open_member(worker.clone(), log.clone(), plugins, Cluster::new(url.clone(), m.rejoin_handle())).await,
         None => StandaloneHerder::open(worker.clone(), log.clone(), plugins).await,
     }
     .context("cannot read the internal topics")?;
 
-    let listener = rest_listener(&worker.rest_host, worker.rest_port).await?;
-    let addr = listener.local_addr().map_or_else(|_| format!("{}:{}", worker.rest_host, worker.rest_port), |a| a.to_string());
+    let mut bound = Vec::new();
+    for l in &worker.rest_listeners {
+        bound.push((l.https, rest_listener(&l.host, l.port).await?));
+    }
+    let addr = bound
+        .iter()
+        .map(|(https, l)| {
+            let scheme = if *https { "https" } else { "http" };
+            l.local_addr().map_or_else(|_| format!("{scheme}://?"), |a| format!("{scheme}://{a}"))
+        })
+        .collect::<Vec<_>>()
+        .join(",");
     let shutdown = CancellationToken::new();
     herder.set_loggers(loggers.clone());
     let directory = sluice_runtime::declared::reconcile::Directory::new(worker.connectors_dir.clone());
@@ -113,8 +135,17 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
         commit: option_env!("SLUICE_COMMIT").unwrap_or("unknown").to_owned(),
         kafka_cluster_id: cluster_id,
         directory: Some(directory.clone()),
+        auth,
+        forward_tls,
     };
-    let rest = tokio::spawn(sluice_rest::serve(listener, sluice_rest::router(state), shutdown.clone()));
+    let router = sluice_rest::router(state);
+    let mut servers = Vec::new();
+    for (is_https, listener) in bound {
+        servers.push(match (is_https, &https) {
+            (true, Some(config)) => tokio::spawn(sluice_rest::serve_tls(listener, config.clone(), router.clone(), shutdown.clone())),
+            _ => tokio::spawn(sluice_rest::serve(listener, router.clone(), shutdown.clone())),
+        });
+    }
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");
 
     herder.start(snapshot).await;
@@ -150,7 +181,9 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
         let _ = m.await;
     }
     shutdown.cancel();
-    let _ = rest.await;
+    for server in servers {
+        let _ = server.await;
+    }
     drop(herder);
     tracing::info!("stopped");
     Ok(())

@@ -11,8 +11,11 @@
 //! | `header.converter` | `SimpleHeaderConverter` | |
 //! | `offset.flush.interval.ms` | 60000 | how often source offsets and sink offsets are committed |
 //! | `offset.flush.timeout.ms` | 5000 | how long a flush may wait for in-flight records |
-//! | `listeners` | `http://:8083` | REST listener; `rest.host.name`/`rest.port` are the older form |
+//! | `listeners` | `http://:8083` | REST listeners, `http://` and `https://` (`sluice_rest::tls`); `rest.host.name`/`rest.port` are the older form |
+//! | `rest.advertised.listener` | http if any | the scheme other workers reach this one by |
 //! | `rest.advertised.host.name`, `rest.advertised.port` | listener | the `worker_id` in statuses |
+//! | `rest.extension.classes` | unset | only Connect's `BasicAuthSecurityRestExtension`; anything else stops the worker (`sluice_rest::auth`) |
+//! | `sluice.rest.auth.jaas.config` (ours) | unset | the JAAS file of that extension when `KAFKA_OPTS` names none |
 //! | `task.shutdown.graceful.timeout.ms` | 5000 | per task, on stop and on shutdown |
 //! | `config.storage.topic`, `offset.storage.topic`, `status.storage.topic` | `connect-configs`, `connect-offsets`, `connect-status` | internal topics |
 //! | `config.providers` | unset | `file`, `directory`, `env` providers for `${provider:path:key}` |
@@ -86,8 +89,11 @@ const KNOWN_KEYS: &[&str] = &[
     "connectors.dir",
     "connectors.dir.drift",
     "connectors.dir.interval.ms",
+    "rest.extension.classes",
+    "sluice.rest.auth.jaas.config",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
+    "listeners.https.",
     "key.converter.",
     "value.converter.",
     "header.converter.",
@@ -104,8 +110,13 @@ const KNOWN_PREFIXES: &[&str] = &[
 pub struct WorkerConfig {
     /// Every property as given (after providers resolved), for prefix lookups.
     pub props: Props,
+    /// The advertised listener's host and port (see [`RestListener`]).
     pub rest_host: String,
     pub rest_port: u16,
+    /// Every REST listener, in the order `listeners` names them.
+    pub rest_listeners: Vec<RestListener>,
+    /// Whether other workers reach this one over https (`rest.advertised.listener`).
+    pub advertised_https: bool,
     pub advertised_host: String,
     pub advertised_port: u16,
     pub offset_flush_interval: Duration,
@@ -168,7 +179,9 @@ impl WorkerConfig {
         if props.contains_key("offset.storage.file.filename") {
             tracing::info!("offset.storage.file.filename is ignored: source offsets live in the offsets topic of the embedded log");
         }
-        let (rest_host, rest_port) = listener(&props)?;
+        let rest_listeners = listeners(&props)?;
+        let advertised = advertised_listener(&props, &rest_listeners)?;
+        let (rest_host, rest_port, advertised_https) = (advertised.host, advertised.port, advertised.https);
         let advertised_host = props.get("rest.advertised.host.name").cloned().unwrap_or_else(|| {
             if rest_host.is_empty() {
                 local_host_address()
@@ -215,6 +228,8 @@ impl WorkerConfig {
             topic_creation_enable,
             rest_host,
             rest_port,
+            rest_listeners,
+            advertised_https,
             advertised_host,
             advertised_port,
             offset_flush_interval: ms(&props, "offset.flush.interval.ms", DEFAULT_OFFSET_FLUSH_INTERVAL_MS)?,
@@ -241,6 +256,11 @@ impl WorkerConfig {
     /// `host:port` that identifies this worker in statuses.
     pub fn worker_id(&self) -> String {
         format!("{}:{}", self.advertised_host, self.advertised_port)
+    }
+
+    /// The URL other workers forward requests to.
+    pub fn advertised_url(&self) -> String {
+        format!("{}://{}/", if self.advertised_https { "https" } else { "http" }, self.worker_id())
     }
 
     pub fn key_converter(&self) -> (String, Props) {
@@ -347,25 +367,60 @@ fn unescape(s: &str) -> String {
     out
 }
 
-fn listener(props: &Props) -> ConnectResult<(String, u16)> {
+/// One REST listener: `http://host:port` or `https://host:port` (an empty host: every
+/// interface).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestListener {
+    pub https: bool,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Every listener of `listeners` (or the older `rest.host.name` + `rest.port`).
+fn listeners(props: &Props) -> ConnectResult<Vec<RestListener>> {
     if let Some(listeners) = props.get("listeners").filter(|s| !s.trim().is_empty()) {
-        let first = listeners.split(',').next().unwrap_or_default().trim();
-        let rest = first.strip_prefix("http://").ok_or_else(|| {
-            ConnectError::config("listeners", format!("'{first}' is not supported: only http:// listeners are available"))
-        })?;
-        let (host, port) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| ConnectError::config("listeners", format!("'{first}' has no port (expected http://host:port)")))?;
-        let port = port.parse().map_err(|_| ConnectError::config("listeners", format!("'{port}' is not a port number")))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        return Ok((host.to_owned(), port));
+        let mut out = Vec::new();
+        for l in listeners.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+            let (https, rest) = match l.split_once("://") {
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
+                _ => return Err(ConnectError::config("listeners", format!("'{l}' is not an http:// or https:// listener"))),
+            };
+            let (host, port) = rest
+                .trim_end_matches('/')
+                .rsplit_once(':')
+                .ok_or_else(|| ConnectError::config("listeners", format!("'{l}' has no port (expected http://host:port)")))?;
+            let port = port.parse().map_err(|_| ConnectError::config("listeners", format!("'{port}' is not a port number")))?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            out.push(RestListener { https, host: host.to_owned(), port });
+        }
+        if out.is_empty() {
+            return Err(ConnectError::config("listeners", "names no listener"));
+        }
+        return Ok(out);
     }
     let port = match props.get("rest.port") {
         Some(p) => parse_num(props, "rest.port", p)?,
         None => DEFAULT_REST_PORT,
     };
     let host = props.get("rest.host.name").cloned().unwrap_or_default();
-    Ok((host, port))
+    Ok(vec![RestListener { https: false, host, port }])
+}
+
+/// The listener other workers are told about, as Connect chooses it: the scheme of
+/// `rest.advertised.listener`, else http when any listener is http, else https.
+fn advertised_listener(props: &Props, listeners: &[RestListener]) -> ConnectResult<RestListener> {
+    let https = match props.get("rest.advertised.listener").map(|v| v.trim().to_ascii_lowercase()) {
+        Some(v) if v == "https" => true,
+        Some(v) if v == "http" => false,
+        Some(v) if !v.is_empty() => {
+            return Err(ConnectError::config("rest.advertised.listener", format!("'{v}' is neither http nor https")));
+        }
+        _ => !listeners.iter().any(|l| !l.https),
+    };
+    listeners.iter().find(|l| l.https == https).cloned().ok_or_else(|| {
+        ConnectError::config("rest.advertised.listener", format!("no {} listener in listeners", if https { "https://" } else { "http://" }))
+    })
 }
 
 /// The address this host's name resolves to, as Kafka Connect advertises a listener without
@@ -461,8 +516,19 @@ mod tests {
         assert_eq!(c.config_topic, "connect-configs");
         let c = WorkerConfig::from_sources(parse_properties("listeners=http://localhost:8084\n"), []).unwrap();
         assert_eq!((c.rest_host.as_str(), c.rest_port), ("localhost", 8084));
-        let err = WorkerConfig::from_sources(parse_properties("listeners=https://x:1\n"), []).unwrap_err();
+        let err = WorkerConfig::from_sources(parse_properties("listeners=ftp://x:1\n"), []).unwrap_err();
         assert!(err.to_string().contains("listeners"), "{err}");
+        // http and https side by side: http is advertised unless rest.advertised.listener says.
+        let both = "listeners=https://127.0.0.1:8443,http://127.0.0.1:8083\n";
+        let c = WorkerConfig::from_sources(parse_properties(both), []).unwrap();
+        assert_eq!(c.rest_listeners.len(), 2);
+        assert_eq!(c.advertised_url(), "http://127.0.0.1:8083/");
+        let c = WorkerConfig::from_sources(parse_properties(&format!("{both}rest.advertised.listener=https\n")), []).unwrap();
+        assert_eq!(c.advertised_url(), "https://127.0.0.1:8443/");
+        let c = WorkerConfig::from_sources(parse_properties("listeners=https://:8443\n"), []).unwrap();
+        assert!(c.advertised_https && c.rest_listeners[0].https);
+        let err = WorkerConfig::from_sources(parse_properties("listeners=http://:1\nrest.advertised.listener=https\n"), []).unwrap_err();
+        assert!(err.to_string().contains("rest.advertised.listener"), "{err}");
         let err = WorkerConfig::from_sources(parse_properties("rest.port=abc\n"), []).unwrap_err();
         assert!(err.to_string().contains("rest.port"), "{err}");
     }

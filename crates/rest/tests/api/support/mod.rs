@@ -36,6 +36,8 @@ pub fn app() -> App {
         commit: "abc123".into(),
         kafka_cluster_id: "sluice-embedded".into(),
         directory: None,
+        auth: None,
+        forward_tls: None,
     };
     App { router: sluice_rest::router(state), herder, loggers, _subscriber: subscriber }
 }

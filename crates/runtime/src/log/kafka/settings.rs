@@ -71,6 +71,7 @@ const IGNORED: &[(&str, &str)] = &[
     ("ssl.secure.random.implementation", "JVM only"),
     ("ssl.truststore.type", "read with ssl.truststore.location"),
     ("ssl.keystore.type", "read with ssl.keystore.location"),
+    ("ssl.client.auth", "a server setting (the REST API's https listeners read it)"),
     ("sasl.login.class", "JVM only"),
     ("sasl.client.callback.handler.class", "JVM only"),
     ("sasl.login.callback.handler.class", "JVM only"),

@@ -1,0 +1,451 @@
+//! HTTP Basic authentication, configured as Kafka Connect's `BasicAuthSecurityRestExtension`
+//! is: `rest.extension.classes` names the extension, and a JAAS file, found through
+//! `-Djava.security.auth.login.config=FILE` in `KAFKA_OPTS` (as Connect's images pass it) or
+//! the worker key `sluice.rest.auth.jaas.config`, has a `KafkaConnect` entry whose
+//! `PropertyFileLoginModule` points at a users file of `user=password` lines.
+//!
+//! ```text
+//! KafkaConnect {
+//!   org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required
+//!   file="/etc/kafka/connect.password";
+//! };
+//! ```
+//!
+//! Every request needs a user and password from that file, as in Connect (`/health` and
+//! `/metrics` too); a refused one gets 401 with Connect's text, "User cannot access the
+//! resource.". Where sluice differs, on purpose:
+//! - `rest.extension.classes` naming anything else stops the worker at start, naming the
+//!   class: ignoring it would serve an open API to a user who asked for a protected one.
+//! - An empty users file stops the worker at start (Connect then lets every request in).
+//! - A client address with 10 failed attempts within a minute is answered 429 until the
+//!   minute has passed, whatever it sends. Failures are logged with the user name and the
+//!   address, never the password; one line per address and minute.
+//! - The 401 carries `WWW-Authenticate: Basic`, so a browser asks for the credentials.
+//!
+//! Passwords are compared in constant time. A follower forwarding a write to its leader
+//! sends the client's `Authorization` header along, as Connect's `RestClient` does.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use sluice_api::{ConnectError, ConnectResult, Props};
+use sluice_runtime::worker::config::parse_properties;
+
+use crate::ApiError;
+
+/// Kafka Connect's Basic authentication extension.
+pub const BASIC_AUTH_EXTENSION: &str = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension";
+/// The login module its JAAS entry names.
+pub const PROPERTY_FILE_LOGIN_MODULE: &str = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule";
+/// The worker key naming the REST extensions.
+pub const EXTENSIONS_KEY: &str = "rest.extension.classes";
+/// Our worker key for the JAAS file, when `KAFKA_OPTS` does not name one.
+pub const JAAS_KEY: &str = "sluice.rest.auth.jaas.config";
+/// Connect's answer to a request it did not authenticate.
+pub const UNAUTHORIZED: &str = "User cannot access the resource.";
+
+/// Failed attempts from one address within [`WINDOW`] before it is answered 429.
+const MAX_FAILURES: u32 = 10;
+const WINDOW: Duration = Duration::from_secs(60);
+
+/// The users allowed in, and the failed attempts per client address.
+pub struct BasicAuth {
+    users: HashMap<String, String>,
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+}
+
+struct Failures {
+    since: Instant,
+    count: u32,
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicAuth").field("users", &self.users.len()).finish_non_exhaustive()
+    }
+}
+
+/// What the worker's REST extensions ask for: `None` when none is configured. `kafka_opts`
+/// is the `KAFKA_OPTS` environment variable.
+pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Option<Arc<BasicAuth>>> {
+    let classes: Vec<&str> =
+        props.get(EXTENSIONS_KEY).map(|v| v.split(',').map(str::trim).filter(|c| !c.is_empty()).collect()).unwrap_or_default();
+    if let Some(other) = classes.iter().find(|c| **c != BASIC_AUTH_EXTENSION) {
+        return Err(ConnectError::config(
+            EXTENSIONS_KEY,
+            format!(
+                "{other} is not available in sluice; serving the API without the protection it adds would leave it open. \
+                 The REST extension sluice has is {BASIC_AUTH_EXTENSION}"
+            ),
+        ));
+    }
+    if classes.is_empty() {
+        return Ok(None);
+    }
+    let jaas = match props.get(JAAS_KEY).filter(|v| !v.trim().is_empty()) {
+        Some(path) => PathBuf::from(path.trim()),
+        None => kafka_opts.and_then(jaas_from_kafka_opts).ok_or_else(|| {
+            ConnectError::config(
+                EXTENSIONS_KEY,
+                format!(
+                    "{BASIC_AUTH_EXTENSION} needs a JAAS file: pass -Djava.security.auth.login.config=FILE in KAFKA_OPTS \
+                     or set {JAAS_KEY}"
+                ),
+            )
+        })?,
+    };
+    let users_file = users_file(&jaas)?;
+    let text = std::fs::read_to_string(&users_file).map_err(|e| {
+        ConnectError::config(JAAS_KEY, format!("cannot read the users file {} named in {}: {e}", users_file.display(), jaas.display()))
+    })?;
+    let users: HashMap<String, String> = parse_properties(&text).into_iter().collect();
+    if users.is_empty() {
+        return Err(ConnectError::config(
+            JAAS_KEY,
+            format!("the users file {} has no users; sluice does not serve an API that lets every request in", users_file.display()),
+        ));
+    }
+    tracing::info!(users = users.len(), file = %users_file.display(), "REST API: HTTP Basic authentication required");
+    Ok(Some(Arc::new(BasicAuth { users, failures: Mutex::new(HashMap::new()) })))
+}
+
+/// An `Authorization` header value for a probe on the worker's own machine (`sluice health`,
+/// the image's HEALTHCHECK): the first user (by name) of the users file the worker reads, or
+/// `None` when no JAAS file is configured or it cannot be read. `jaas_key` is the value of
+/// [`JAAS_KEY`], `kafka_opts` the `KAFKA_OPTS` environment variable.
+pub fn local_probe_authorization(jaas_key: Option<&str>, kafka_opts: Option<&str>) -> Option<String> {
+    let jaas = match jaas_key.map(str::trim).filter(|v| !v.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => jaas_from_kafka_opts(kafka_opts?)?,
+    };
+    let text = std::fs::read_to_string(users_file(&jaas).ok()?).ok()?;
+    let (user, password) = parse_properties(&text).into_iter().next()?;
+    Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))))
+}
+
+/// The path `-Djava.security.auth.login.config=` names in `KAFKA_OPTS` (quotes removed).
+fn jaas_from_kafka_opts(opts: &str) -> Option<PathBuf> {
+    const FLAG: &str = "-Djava.security.auth.login.config=";
+    let at = opts.find(FLAG)? + FLAG.len();
+    let rest = &opts[at..];
+    let path = match rest.chars().next()? {
+        q @ ('"' | '\'') => rest[1..].split(q).next()?,
+        _ => rest.split_whitespace().next()?,
+    };
+    // Java also takes `==FILE` (replace rather than add to the default configuration).
+    let path = path.trim_start_matches('=');
+    (!path.is_empty()).then(|| PathBuf::from(path))
+}
+
+/// The users file the `KafkaConnect` entry of the JAAS file at `jaas` names.
+fn users_file(jaas: &Path) -> ConnectResult<PathBuf> {
+    let text = std::fs::read_to_string(jaas)
+        .map_err(|e| ConnectError::config(JAAS_KEY, format!("cannot read the JAAS file {}: {e}", jaas.display())))?;
+    let entries = parse_jaas(&text).map_err(|e| ConnectError::config(JAAS_KEY, format!("the JAAS file {}: {e}", jaas.display())))?;
+    let modules = entries.get("KafkaConnect").ok_or_else(|| {
+        ConnectError::config(
+            JAAS_KEY,
+            format!("the JAAS file {} has no KafkaConnect entry, which {BASIC_AUTH_EXTENSION} reads", jaas.display()),
+        )
+    })?;
+    match modules.as_slice() {
+        [m] if m.class == PROPERTY_FILE_LOGIN_MODULE => {
+            let file = m.options.get("file").filter(|f| !f.trim().is_empty()).ok_or_else(|| {
+                ConnectError::config(JAAS_KEY, format!("{PROPERTY_FILE_LOGIN_MODULE} in {} has no file option", jaas.display()))
+            })?;
+            Ok(PathBuf::from(file))
+        }
+        [m] => Err(ConnectError::config(
+            JAAS_KEY,
+            format!(
+                "the KafkaConnect entry of {} names {}; the login module sluice has is {PROPERTY_FILE_LOGIN_MODULE}",
+                jaas.display(),
+                m.class
+            ),
+        )),
+        _ => Err(ConnectError::config(
+            JAAS_KEY,
+            format!("the KafkaConnect entry of {} must name exactly one login module, {PROPERTY_FILE_LOGIN_MODULE}", jaas.display()),
+        )),
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct LoginModule {
+    class: String,
+    flag: String,
+    options: HashMap<String, String>,
+}
+
+/// Reads a JAAS login configuration: `Name { Class Flag key=value ...; ... };` entries, with
+/// `//` and `/* */` comments and double-quoted values.
+fn parse_jaas(text: &str) -> Result<HashMap<String, Vec<LoginModule>>, String> {
+    #[derive(Debug, PartialEq)]
+    enum Tok {
+        Word(String),
+        Quoted(String),
+        Sym(char),
+    }
+    let mut toks = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {}
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                loop {
+                    match chars.next() {
+                        Some('/') if last == '*' => break,
+                        Some(c) => last = c,
+                        None => return Err("a comment is not closed".into()),
+                    }
+                }
+            }
+            '{' | '}' | ';' | '=' => toks.push(Tok::Sym(c)),
+            '"' => {
+                let mut s = String::new();
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => s.extend(chars.next()),
+                        Some(c) => s.push(c),
+                        None => return Err("a quoted value is not closed".into()),
+                    }
+                }
+                toks.push(Tok::Quoted(s));
+            }
+            c => {
+                let mut s = String::from(c);
+                while let Some(&n) = chars.peek() {
+                    if n.is_whitespace() || matches!(n, '{' | '}' | ';' | '=' | '"') {
+                        break;
+                    }
+                    s.push(n);
+                    chars.next();
+                }
+                toks.push(Tok::Word(s));
+            }
+        }
+    }
+    let mut entries = HashMap::new();
+    let mut it = toks.into_iter().peekable();
+    let word = |t: Option<Tok>, what: &str| match t {
+        Some(Tok::Word(w)) => Ok(w),
+        other => Err(format!("expected {what}, found {other:?}")),
+    };
+    while it.peek().is_some() {
+        let name = word(it.next(), "an entry name")?;
+        if it.next() != Some(Tok::Sym('{')) {
+            return Err(format!("expected {{ after {name}"));
+        }
+        let mut modules = Vec::new();
+        loop {
+            match it.next() {
+                Some(Tok::Sym('}')) => break,
+                Some(Tok::Word(class)) => {
+                    let flag = word(it.next(), "a control flag (required, requisite, sufficient or optional)")?;
+                    let mut options = HashMap::new();
+                    loop {
+                        match it.next() {
+                            Some(Tok::Sym(';')) => break,
+                            Some(Tok::Word(key)) => {
+                                if it.next() != Some(Tok::Sym('=')) {
+                                    return Err(format!("expected = after option {key} of {class}"));
+                                }
+                                let value = match it.next() {
+                                    Some(Tok::Quoted(v) | Tok::Word(v)) => v,
+                                    other => return Err(format!("expected a value for option {key} of {class}, found {other:?}")),
+                                };
+                                options.insert(key, value);
+                            }
+                            other => return Err(format!("expected an option or ; in {class}, found {other:?}")),
+                        }
+                    }
+                    modules.push(LoginModule { class, flag, options });
+                }
+                other => return Err(format!("expected a login module or }} in {name}, found {other:?}")),
+            }
+        }
+        if it.next() != Some(Tok::Sym(';')) {
+            return Err(format!("expected ; after the {name} entry"));
+        }
+        entries.insert(name, modules);
+    }
+    Ok(entries)
+}
+
+/// Equal without an early exit: the time taken does not say how much of `a` matched.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+impl BasicAuth {
+    /// The user an `Authorization: Basic` header names, when its password is theirs.
+    fn user(&self, header: Option<&HeaderValue>) -> Result<String, Option<String>> {
+        let value = header.and_then(|h| h.to_str().ok()).ok_or(None)?;
+        let (scheme, encoded) = value.split_once(' ').ok_or(None)?;
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return Err(None);
+        }
+        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| None)?;
+        let decoded = String::from_utf8(decoded).map_err(|_| None)?;
+        let (user, password) = decoded.split_once(':').filter(|(u, _)| !u.is_empty()).ok_or(None)?;
+        // An unknown user costs the same comparison as a known one.
+        let (expected, known) = match self.users.get(user) {
+            Some(p) => (p.as_bytes(), true),
+            None => (&b"\0unknown user\0"[..], false),
+        };
+        if same(password.as_bytes(), expected) && known {
+            Ok(user.to_owned())
+        } else {
+            Err(Some(user.to_owned()))
+        }
+    }
+
+    /// Whether `addr` has used up its failed attempts; the seconds left when it has.
+    fn blocked(&self, addr: IpAddr) -> Option<u64> {
+        let mut failures = self.failures.lock().expect("failures lock");
+        let f = failures.get(&addr)?;
+        let elapsed = f.since.elapsed();
+        if elapsed >= WINDOW {
+            failures.remove(&addr);
+            return None;
+        }
+        (f.count >= MAX_FAILURES).then(|| (WINDOW - elapsed).as_secs().max(1))
+    }
+
+    /// Counts a failed attempt; true for the first of its address and window (logged).
+    fn failed(&self, addr: IpAddr) -> bool {
+        let mut failures = self.failures.lock().expect("failures lock");
+        if failures.len() > 10_000 {
+            failures.retain(|_, f| f.since.elapsed() < WINDOW);
+        }
+        let f = failures.entry(addr).or_insert(Failures { since: Instant::now(), count: 0 });
+        if f.since.elapsed() >= WINDOW {
+            *f = Failures { since: Instant::now(), count: 0 };
+        }
+        f.count += 1;
+        f.count == 1 || f.count == MAX_FAILURES
+    }
+}
+
+/// Lets a request through when its credentials are a user's; 401 otherwise, 429 for an
+/// address that failed too often.
+pub async fn require(State(auth): State<Arc<BasicAuth>>, req: Request, next: Next) -> Response {
+    let addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    if let Some(wait) = auth.blocked(addr) {
+        return ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("Too many failed authentication attempts from this address; try again in {wait} s"),
+        )
+        .into_response();
+    }
+    match auth.user(req.headers().get(header::AUTHORIZATION)) {
+        Ok(_) => next.run(req).await,
+        Err(user) => {
+            if auth.failed(addr) {
+                tracing::warn!(
+                    %addr,
+                    user = user.as_deref().unwrap_or("(none)"),
+                    method = %req.method(),
+                    path = req.uri().path(),
+                    "REST request refused: no valid credentials (after {MAX_FAILURES} failures in a minute the address is refused until the minute ends)"
+                );
+            }
+            let mut response = (StatusCode::UNAUTHORIZED, UNAUTHORIZED).into_response();
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"Kafka Connect\""));
+            response
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_connects_jaas_file() {
+        let text = r#"
+            // the worker's REST API
+            KafkaConnect {
+              org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required
+              file="/etc/kafka/connect.password" debug=true;
+            };
+            /* another application */ Other { com.example.Module optional; };
+        "#;
+        let entries = parse_jaas(text).unwrap();
+        let m = &entries["KafkaConnect"][0];
+        assert_eq!((m.class.as_str(), m.flag.as_str()), (PROPERTY_FILE_LOGIN_MODULE, "required"));
+        assert_eq!(m.options["file"], "/etc/kafka/connect.password");
+        assert_eq!(m.options["debug"], "true");
+        assert_eq!(entries["Other"][0].class, "com.example.Module");
+        assert!(parse_jaas("KafkaConnect { x required file=\"a\" }").unwrap_err().contains("expected"));
+        assert!(parse_jaas("KafkaConnect { x required file=\"a ; };").unwrap_err().contains("not closed"));
+    }
+
+    #[test]
+    fn finds_the_jaas_file_in_kafka_opts() {
+        let opts = "-Xmx1g -Djava.security.auth.login.config=/etc/kafka/jaas.conf -Dother=1";
+        assert_eq!(jaas_from_kafka_opts(opts), Some(PathBuf::from("/etc/kafka/jaas.conf")));
+        assert_eq!(jaas_from_kafka_opts("-Djava.security.auth.login.config=\"/a b/j.conf\""), Some(PathBuf::from("/a b/j.conf")));
+        assert_eq!(jaas_from_kafka_opts("-Djava.security.auth.login.config==/x.conf"), Some(PathBuf::from("/x.conf")));
+        assert_eq!(jaas_from_kafka_opts("-Xmx1g"), None);
+    }
+
+    #[test]
+    fn checks_basic_credentials() {
+        let auth = BasicAuth { users: HashMap::from([("ops".to_owned(), "s3cret:x".to_owned())]), failures: Mutex::new(HashMap::new()) };
+        let basic = |s: &str| HeaderValue::from_str(&format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s))).unwrap();
+        assert_eq!(auth.user(Some(&basic("ops:s3cret:x"))), Ok("ops".to_owned()), "a password may hold a colon");
+        assert_eq!(auth.user(Some(&basic("ops:s3cret"))), Err(Some("ops".to_owned())));
+        assert_eq!(auth.user(Some(&basic("eve:s3cret:x"))), Err(Some("eve".to_owned())));
+        assert_eq!(auth.user(Some(&basic(":s3cret:x"))), Err(None));
+        assert_eq!(auth.user(Some(&HeaderValue::from_static("Bearer abc"))), Err(None));
+        assert_eq!(auth.user(Some(&HeaderValue::from_static("Basic !!!"))), Err(None));
+        assert_eq!(auth.user(None), Err(None));
+        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"abc", b"abcd") && !same(b"", b"a"));
+    }
+
+    #[test]
+    fn an_address_is_refused_after_too_many_failures() {
+        let auth = BasicAuth { users: HashMap::new(), failures: Mutex::new(HashMap::new()) };
+        let (a, b) = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
+        for i in 0..MAX_FAILURES {
+            assert_eq!(auth.blocked(a), None, "attempt {i}");
+            auth.failed(a);
+        }
+        assert!(auth.blocked(a).is_some_and(|s| s <= 60));
+        assert_eq!(auth.blocked(b), None, "another address is not refused");
+    }
+
+    #[test]
+    fn only_the_basic_auth_extension_is_taken() {
+        let props = |v: &str| Props::from([(EXTENSIONS_KEY.to_owned(), v.to_owned())]);
+        let err = from_worker(&props("com.example.OAuthExtension"), None).unwrap_err();
+        assert!(err.to_string().contains("com.example.OAuthExtension") && err.to_string().contains(EXTENSIONS_KEY), "{err}");
+        let err = from_worker(&props(BASIC_AUTH_EXTENSION), None).unwrap_err();
+        assert!(err.to_string().contains("KAFKA_OPTS"), "{err}");
+        assert!(from_worker(&props(" "), None).unwrap().is_none());
+        assert!(from_worker(&Props::new(), None).unwrap().is_none());
+    }
+}
