@@ -3,6 +3,7 @@
 #   - Debian packages to build the bundled librdkafka (cmake, OpenSSL and SASL headers, …)
 #     and the openssl tool (postgres.sh makes the TLS test cluster's certificates with it);
 #   - PostgreSQL 15 server and client (Debian's postgresql-15, /usr/lib/postgresql/15/bin);
+#   - Debian's chromium and chromium-driver, the real browser the status page's tests drive;
 #   - the test services' own installs: both Kafka-protocol brokers with the tests' Kafka
 #     client (kafka.sh), the S3 server with pyarrow and duckdb (s3.sh);
 #   - the container tests' images: a Debian base made with debootstrap, PostgreSQL and the
@@ -22,6 +23,9 @@ if ! dpkg -s "${BUILD_PACKAGES[@]}" >/dev/null 2>&1; then apt_install "${BUILD_P
 [[ "${1:-}" == build ]] && exit 0
 if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]] || ! command -v psql >/dev/null; then
   apt_install postgresql-15 postgresql-client-15
+fi
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt_install --no-install-recommends chromium chromium-driver
 fi
 ./kafka.sh install noida >/dev/null
 ./kafka.sh install tansu >/dev/null

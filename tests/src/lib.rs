@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 pub use serde_json::{json, Value as Json};
 
+pub mod browser;
 pub mod containers;
 pub mod fault_proxy;
 pub use fault_proxy::{Fault, FaultProxy};

@@ -39,6 +39,7 @@ mod s3;
 mod secrets;
 mod slot_guard;
 mod snapshot_modes;
+mod status_page;
 mod tls;
 mod topic_creation;
 mod transforms;

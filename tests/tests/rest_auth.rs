@@ -3,7 +3,8 @@
 //! worker key) and its users file. Every endpoint asks for credentials, refusals are
 //! Connect's 401, a client address that keeps failing is refused for a while, passwords
 //! never reach the log, a follower forwards a write with the client's credentials, and a
-//! worker configured with a REST extension sluice lacks does not start.
+//! worker configured with a REST extension sluice lacks does not start. Then our bearer
+//! tokens with their read and admin roles, and CORS as Connect configures it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -203,4 +204,145 @@ fn a_worker_whose_api_protection_cannot_be_had_does_not_start() {
     std::fs::write(&jaas, "KafkaConnect { com.example.LdapLoginModule required url=\"ldap://x\"; };").unwrap();
     let out = refuses_to_start(&dir.path().join("e"), &format!("rest.extension.classes={EXTENSION}\n"), &[("KAFKA_OPTS", &opts)]);
     assert!(out.contains("com.example.LdapLoginModule"), "{out}");
+    // Connect's servlet initializers are Java classes: named, the worker does not start.
+    let out = refuses_to_start(&dir.path().join("f"), "rest.servlet.initializor.classes=com.example.HeaderInitializer\n", &[]);
+    assert!(out.contains("rest.servlet.initializor.classes") && out.contains("com.example.HeaderInitializer"), "{out}");
+    // An empty tokens file.
+    std::fs::write(dir.path().join("tokens"), "# none yet\n").unwrap();
+    let out =
+        refuses_to_start(&dir.path().join("g"), &format!("sluice.rest.auth.tokens.file={}\n", dir.path().join("tokens").display()), &[]);
+    assert!(out.contains("sluice.rest.auth.tokens.file") && out.contains("no tokens"), "{out}");
+}
+
+/// One request with exactly these headers: (status, headers with lowercase names, body).
+fn send(
+    w: &Worker,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, std::collections::BTreeMap<String, String>, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut req = ureq::http::Request::builder().method(method).uri(w.url(path));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = agent.run(req.body(body.to_owned()).unwrap()).expect("an answer");
+    let headers = resp.headers().iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned())).collect();
+    (resp.status().as_u16(), headers, resp.body_mut().read_to_string().unwrap_or_default())
+}
+
+#[test]
+fn bearer_tokens_carry_roles_and_a_browser_ui_gets_cors() {
+    let dir = tempfile::tempdir().unwrap();
+    // Tokens are made by the binary: the token on stdout (once), the file's line on stderr.
+    let make = |name: &str, role: &str| {
+        let (code, token, err) = Worker::cli(&["rest-token", name, role]);
+        assert_eq!(code, 0, "{err}");
+        let line = err.lines().last().unwrap().trim().to_owned();
+        (token.trim().to_owned(), line)
+    };
+    let (read_token, read_line) = make("dashboard", "read");
+    let (admin_token, admin_line) = make("ci", "admin");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("# REST API tokens\n{read_line}\n{admin_line}\n")).unwrap();
+    let file = std::fs::read_to_string(&tokens).unwrap();
+    assert!(!file.contains(&read_token) && !file.contains(&admin_token), "the file keeps hashes only:\n{file}");
+    let (code, _, err) = Worker::cli(&["rest-token", "x", "owner"]);
+    assert!(code != 0 && err.contains("owner"), "{err}");
+
+    let origin = "https://ui.example.com";
+    let w = Worker::launch_with(
+        &dir.path().join("w"),
+        Launch::Properties {
+            props: vec![
+                ("sluice.rest.auth.tokens.file".to_owned(), tokens.display().to_string()),
+                ("access.control.allow.origin".to_owned(), format!("{origin},https://*.corp.example")),
+                ("access.control.allow.methods".to_owned(), "GET,POST,PUT,DELETE".to_owned()),
+            ],
+            connector_files: Vec::new(),
+        },
+        Extras { env: Vec::new(), authorization: Some(format!("Bearer {admin_token}")) },
+    );
+    let read = format!("Bearer {read_token}");
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "a\n").unwrap();
+    let create =
+        json!({"name": "lines", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}})
+            .to_string();
+    let json_ct = ("content-type", "application/json");
+
+    // No token, a wrong one, or Basic credentials (no Basic users here): 401, Bearer challenge.
+    let (code, headers, _) = send(&w, "GET", "/connectors", &[], "");
+    assert_eq!((code, headers.get("www-authenticate").map(String::as_str)), (401, Some("Bearer realm=\"sluice\"")));
+    assert_eq!(send(&w, "GET", "/connectors", &[("authorization", "Bearer slc_guess")], "").0, 401);
+    assert_eq!(send(&w, "GET", "/connectors", &[("authorization", &basic_auth("ci", &admin_token))], "").0, 401);
+
+    // The read role reads and validates; its writes are 403 in Connect's error form.
+    assert_eq!(send(&w, "GET", "/connectors", &[("authorization", &read)], "").0, 200);
+    let (code, _, body) = send(&w, "POST", "/connectors", &[("authorization", &read), json_ct], &create);
+    assert_eq!(code, 403, "{body}");
+    let body: Json = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error_code"], 403);
+    assert!(body["message"].as_str().unwrap().contains("dashboard has the read role"), "{body}");
+    let validate = json!({"connector.class": "FileStreamSource", "file": "/x", "topic": "t"}).to_string();
+    let (code, _, body) =
+        send(&w, "PUT", "/connector-plugins/FileStreamSource/config/validate", &[("authorization", &read), json_ct], &validate);
+    assert_eq!(code, 200, "{body}");
+    // The admin role writes.
+    let (code, _, body) = send(&w, "POST", "/connectors", &[("authorization", &format!("Bearer {admin_token}")), json_ct], &create);
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("lines", 1);
+    assert_eq!(send(&w, "DELETE", "/connectors/lines", &[("authorization", &read)], "").0, 403);
+    assert_eq!(send(&w, "PUT", "/connectors/lines/pause", &[("authorization", &read)], "").0, 403);
+    assert_eq!(w.get("/connectors/lines/status").1["connector"]["state"], "RUNNING", "the refused pause changed nothing");
+
+    // CORS: a preflight from an allowed origin is answered without credentials.
+    let (code, headers, _) = send(
+        &w,
+        "OPTIONS",
+        "/connectors",
+        &[
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "authorization, content-type, x-evil"),
+        ],
+        "",
+    );
+    assert_eq!(code, 204, "{headers:?}");
+    assert_eq!(headers.get("access-control-allow-origin").map(String::as_str), Some(origin));
+    assert_eq!(headers.get("access-control-allow-credentials").map(String::as_str), Some("true"));
+    assert_eq!(headers.get("access-control-allow-methods").map(String::as_str), Some("GET,POST,PUT,DELETE"));
+    assert_eq!(headers.get("access-control-allow-headers").map(String::as_str), Some("authorization,content-type"));
+    // The actual request carries the origin back; a wildcard origin matches.
+    let (code, headers, _) = send(&w, "GET", "/connectors", &[("origin", "https://a.corp.example"), ("authorization", &read)], "");
+    assert_eq!((code, headers.get("access-control-allow-origin").map(String::as_str)), (200, Some("https://a.corp.example")));
+    // Another origin gets no CORS headers (and, without credentials, a 401).
+    let (code, headers, _) =
+        send(&w, "OPTIONS", "/connectors", &[("origin", "https://evil.example"), ("access-control-request-method", "DELETE")], "");
+    assert!(code == 401 && !headers.contains_key("access-control-allow-origin"), "{code} {headers:?}");
+    let (_, headers, _) = send(&w, "OPTIONS", "/connectors", &[("origin", origin), ("access-control-request-method", "PATCH")], "");
+    assert!(!headers.contains_key("access-control-allow-methods"), "a method not allowed gets no preflight answer: {headers:?}");
+
+    let log = w.output();
+    assert!(!log.contains(&read_token) && !log.contains(&admin_token), "a token reached the log");
+}
+
+/// `admin.listeners` (KIP-495): set, the `/admin` endpoints move to those listeners; empty,
+/// they are served nowhere.
+#[test]
+fn admin_endpoints_follow_admin_listeners() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin_port = sluice_tests::free_port();
+    let w = Worker::start(&dir.path().join("a"), &[("admin.listeners", &format!("http://127.0.0.1:{admin_port}"))]);
+    assert_eq!(w.get("/admin/loggers").0, 404, "not on the main listener");
+    assert_eq!(w.get("/connectors").0, 200);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let status = |path: &str| agent.get(format!("http://127.0.0.1:{admin_port}{path}")).call().unwrap().status().as_u16();
+    assert_eq!(status("/admin/loggers"), 200, "on the admin listener");
+    assert_eq!(status("/admin/loggers/sluice_rest"), 200);
+    assert_eq!(status("/connectors"), 404, "the admin listener serves /admin only");
+    let off = Worker::start(&dir.path().join("b"), &[("admin.listeners", "")]);
+    assert_eq!(off.get("/admin/loggers").0, 404, "empty: no admin endpoints at all");
+    assert_eq!(off.get("/connectors").0, 200);
 }

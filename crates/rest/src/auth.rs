@@ -1,29 +1,39 @@
-//! HTTP Basic authentication, configured as Kafka Connect's `BasicAuthSecurityRestExtension`
-//! is: `rest.extension.classes` names the extension, and a JAAS file, found through
-//! `-Djava.security.auth.login.config=FILE` in `KAFKA_OPTS` (as Connect's images pass it) or
-//! the worker key `sluice.rest.auth.jaas.config`, has a `KafkaConnect` entry whose
-//! `PropertyFileLoginModule` points at a users file of `user=password` lines.
+//! Who may use the REST API. Two ways in, either or both configured:
 //!
-//! ```text
-//! KafkaConnect {
-//!   org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required
-//!   file="/etc/kafka/connect.password";
-//! };
-//! ```
+//! - HTTP Basic, configured as Kafka Connect's `BasicAuthSecurityRestExtension` is:
+//!   `rest.extension.classes` names the extension, and a JAAS file, found through
+//!   `-Djava.security.auth.login.config=FILE` in `KAFKA_OPTS` (as Connect's images pass it) or
+//!   the worker key `sluice.rest.auth.jaas.config`, has a `KafkaConnect` entry whose
+//!   `PropertyFileLoginModule` points at a users file of `user=password` lines. These users
+//!   may do everything, as in Connect.
 //!
-//! Every request needs a user and password from that file, as in Connect (`/health` and
-//! `/metrics` too); a refused one gets 401 with Connect's text, "User cannot access the
-//! resource.". Where sluice differs, on purpose:
-//! - `rest.extension.classes` naming anything else stops the worker at start, naming the
-//!   class: ignoring it would serve an open API to a user who asked for a protected one.
-//! - An empty users file stops the worker at start (Connect then lets every request in).
+//!   ```text
+//!   KafkaConnect {
+//!     org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required
+//!     file="/etc/kafka/connect.password";
+//!   };
+//!   ```
+//! - Bearer tokens (ours): `sluice.rest.auth.tokens.file` lists `NAME ROLE sha256:HEX` lines,
+//!   the SHA-256 of each token, never the token (`sluice rest-token NAME ROLE` makes one).
+//!   Role `admin` may do everything; role `read` may only read (`GET`, `HEAD`, and validating
+//!   a config), and any other request is 403.
+//!
+//! Every request needs credentials, as in Connect (`/health` and `/metrics` too; only the
+//! status page's HTML, `GET /ui`, which holds no data, is served without); a refused
+//! one gets 401 with Connect's text, "User cannot access the resource.". Where sluice
+//! differs, on purpose:
+//! - `rest.extension.classes` naming anything else, or `rest.servlet.initializor.classes`
+//!   naming anything, stops the worker at start, naming the class: ignoring it would serve an
+//!   open or altered API to a user who asked for something else.
+//! - An empty users or tokens file stops the worker at start (Connect lets every request in).
 //! - A client address with 10 failed attempts within a minute is answered 429 until the
 //!   minute has passed, whatever it sends. Failures are logged with the user name and the
-//!   address, never the password; one line per address and minute.
-//! - The 401 carries `WWW-Authenticate: Basic`, so a browser asks for the credentials.
+//!   address, never the password or token; one line per address and minute.
+//! - The 401 carries `WWW-Authenticate: Basic` (or `Bearer` with tokens alone), so a browser
+//!   asks for the credentials.
 //!
-//! Passwords are compared in constant time. A follower forwarding a write to its leader
-//! sends the client's `Authorization` header along, as Connect's `RestClient` does.
+//! Passwords and token hashes are compared in constant time. A follower forwarding a write to
+//! its leader sends the client's `Authorization` header along, as Connect's `RestClient` does.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -32,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -49,6 +59,10 @@ pub const PROPERTY_FILE_LOGIN_MODULE: &str = "org.apache.kafka.connect.rest.basi
 pub const EXTENSIONS_KEY: &str = "rest.extension.classes";
 /// Our worker key for the JAAS file, when `KAFKA_OPTS` does not name one.
 pub const JAAS_KEY: &str = "sluice.rest.auth.jaas.config";
+/// Our worker key for the bearer tokens file.
+pub const TOKENS_KEY: &str = "sluice.rest.auth.tokens.file";
+/// Connect's servlet initializers (Java classes run inside Jetty).
+pub const INITIALIZERS_KEY: &str = "rest.servlet.initializor.classes";
 /// Connect's answer to a request it did not authenticate.
 pub const UNAUTHORIZED: &str = "User cannot access the resource.";
 
@@ -56,9 +70,34 @@ pub const UNAUTHORIZED: &str = "User cannot access the resource.";
 const MAX_FAILURES: u32 = 10;
 const WINDOW: Duration = Duration::from_secs(60);
 
-/// The users allowed in, and the failed attempts per client address.
-pub struct BasicAuth {
-    users: HashMap<String, String>,
+/// What a principal may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `GET`, `HEAD` and config validation.
+    Read,
+    /// Everything.
+    Admin,
+}
+
+/// Who made a request (in the request's extensions once authenticated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub name: String,
+    pub role: Role,
+}
+
+/// One line of the tokens file.
+struct Token {
+    name: String,
+    role: Role,
+    sha256: [u8; 32],
+}
+
+/// The users and tokens allowed in, and the failed attempts per client address.
+pub struct RestAuth {
+    /// Basic users and their passwords; `None` without the Basic extension.
+    users: Option<HashMap<String, String>>,
+    tokens: Vec<Token>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
 }
 
@@ -67,15 +106,21 @@ struct Failures {
     count: u32,
 }
 
-impl std::fmt::Debug for BasicAuth {
+impl std::fmt::Debug for RestAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BasicAuth").field("users", &self.users.len()).finish_non_exhaustive()
+        f.debug_struct("RestAuth").field("users", &self.users.as_ref().map(HashMap::len)).field("tokens", &self.tokens.len()).finish_non_exhaustive()
     }
 }
 
-/// What the worker's REST extensions ask for: `None` when none is configured. `kafka_opts`
-/// is the `KAFKA_OPTS` environment variable.
-pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Option<Arc<BasicAuth>>> {
+/// What the worker's REST extensions and tokens file ask for: `None` when neither is
+/// configured. `kafka_opts` is the `KAFKA_OPTS` environment variable.
+pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Option<Arc<RestAuth>>> {
+    if let Some(initializers) = props.get(INITIALIZERS_KEY).filter(|v| !v.trim().is_empty()) {
+        return Err(ConnectError::config(
+            INITIALIZERS_KEY,
+            format!("{} cannot run in sluice (they are Java classes for Connect's Jetty server); remove the key", initializers.trim()),
+        ));
+    }
     let classes: Vec<&str> =
         props.get(EXTENSIONS_KEY).map(|v| v.split(',').map(str::trim).filter(|c| !c.is_empty()).collect()).unwrap_or_default();
     if let Some(other) = classes.iter().find(|c| **c != BASIC_AUTH_EXTENSION) {
@@ -87,9 +132,23 @@ pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Opt
             ),
         ));
     }
-    if classes.is_empty() {
+    let users = if classes.is_empty() { None } else { Some(basic_users(props, kafka_opts)?) };
+    let tokens = match props.get(TOKENS_KEY).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+        Some(path) => read_tokens(Path::new(path))?,
+        None => Vec::new(),
+    };
+    if users.is_none() && tokens.is_empty() {
         return Ok(None);
     }
+    tracing::info!(
+        basic_users = users.as_ref().map_or(0, HashMap::len),
+        tokens = tokens.len(),
+        "REST API: every request needs credentials"
+    );
+    Ok(Some(Arc::new(RestAuth { users, tokens, failures: Mutex::new(HashMap::new()) })))
+}
+
+fn basic_users(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<HashMap<String, String>> {
     let jaas = match props.get(JAAS_KEY).filter(|v| !v.trim().is_empty()) {
         Some(path) => PathBuf::from(path.trim()),
         None => kafka_opts.and_then(jaas_from_kafka_opts).ok_or_else(|| {
@@ -103,9 +162,8 @@ pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Opt
         })?,
     };
     let users_file = users_file(&jaas)?;
-    let text = std::fs::read_to_string(&users_file).map_err(|e| {
-        ConnectError::config(JAAS_KEY, format!("cannot read the users file {} named in {}: {e}", users_file.display(), jaas.display()))
-    })?;
+    let text = std::fs::read_to_string(&users_file)
+        .map_err(|e| ConnectError::config(JAAS_KEY, format!("cannot read the users file {} named in {}: {e}", users_file.display(), jaas.display())))?;
     let users: HashMap<String, String> = parse_properties(&text).into_iter().collect();
     if users.is_empty() {
         return Err(ConnectError::config(
@@ -113,8 +171,73 @@ pub fn from_worker(props: &Props, kafka_opts: Option<&str>) -> ConnectResult<Opt
             format!("the users file {} has no users; sluice does not serve an API that lets every request in", users_file.display()),
         ));
     }
-    tracing::info!(users = users.len(), file = %users_file.display(), "REST API: HTTP Basic authentication required");
-    Ok(Some(Arc::new(BasicAuth { users, failures: Mutex::new(HashMap::new()) })))
+    Ok(users)
+}
+
+/// The tokens file: `NAME ROLE sha256:HEX` lines, `#` comments.
+fn read_tokens(path: &Path) -> ConnectResult<Vec<Token>> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConnectError::config(TOKENS_KEY, format!("cannot read {}: {e}", path.display())))?;
+    let mut tokens = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| ConnectError::config(TOKENS_KEY, format!("{} line {}: {why} (expected NAME ROLE sha256:HEX)", path.display(), n + 1));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, role, hash] = fields.as_slice() else { return Err(bad("not three fields")) };
+        let role = match *role {
+            "read" => Role::Read,
+            "admin" => Role::Admin,
+            _ => return Err(bad("the role is neither read nor admin")),
+        };
+        let hex = hash.strip_prefix("sha256:").ok_or_else(|| bad("the hash does not start with sha256:"))?;
+        let sha256 = decode_hex(hex).ok_or_else(|| bad("the hash is not 64 hexadecimal digits"))?;
+        if tokens.iter().any(|t: &Token| t.name == *name) {
+            return Err(bad("the name is used twice"));
+        }
+        tokens.push(Token { name: (*name).to_owned(), role, sha256 });
+    }
+    if tokens.is_empty() {
+        return Err(ConnectError::config(
+            TOKENS_KEY,
+            format!("{} has no tokens; sluice does not serve an API that lets every request in", path.display()),
+        ));
+    }
+    Ok(tokens)
+}
+
+fn decode_hex(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn sha256(token: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+/// A new token for `name` with `role` (`read` or `admin`): the token, shown once, and its
+/// line for the tokens file.
+pub fn new_token(name: &str, role: &str) -> Result<(String, String), String> {
+    if name.is_empty() || name.chars().any(char::is_whitespace) {
+        return Err("a token's name is one word".into());
+    }
+    if role != "read" && role != "admin" {
+        return Err(format!("'{role}' is not a role (read or admin)"));
+    }
+    let mut bytes = [0u8; 32];
+    use std::io::Read as _;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    let token = format!("slc_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
+    let hex: String = sha256(&token).iter().map(|b| format!("{b:02x}")).collect();
+    Ok((token.clone(), format!("{name} {role} sha256:{hex}")))
 }
 
 /// An `Authorization` header value for a probe on the worker's own machine (`sluice health`,
@@ -299,24 +422,36 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
-impl BasicAuth {
-    /// The user an `Authorization: Basic` header names, when its password is theirs.
-    fn user(&self, header: Option<&HeaderValue>) -> Result<String, Option<String>> {
+impl RestAuth {
+    /// The principal an `Authorization` header proves, or the user name it claimed.
+    fn principal(&self, header: Option<&HeaderValue>) -> Result<Principal, Option<String>> {
         let value = header.and_then(|h| h.to_str().ok()).ok_or(None)?;
-        let (scheme, encoded) = value.split_once(' ').ok_or(None)?;
+        let (scheme, credentials) = value.split_once(' ').ok_or(None)?;
+        if scheme.eq_ignore_ascii_case("bearer") {
+            let presented = sha256(credentials.trim());
+            // Every token is compared, found or not.
+            let mut found = None;
+            for t in &self.tokens {
+                if same(&presented, &t.sha256) {
+                    found = Some(t);
+                }
+            }
+            return found.map(|t| Principal { name: t.name.clone(), role: t.role }).ok_or(None);
+        }
         if !scheme.eq_ignore_ascii_case("basic") {
             return Err(None);
         }
-        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| None)?;
+        let users = self.users.as_ref().ok_or(None)?;
+        let decoded = base64::engine::general_purpose::STANDARD.decode(credentials.trim()).map_err(|_| None)?;
         let decoded = String::from_utf8(decoded).map_err(|_| None)?;
         let (user, password) = decoded.split_once(':').filter(|(u, _)| !u.is_empty()).ok_or(None)?;
         // An unknown user costs the same comparison as a known one.
-        let (expected, known) = match self.users.get(user) {
+        let (expected, known) = match users.get(user) {
             Some(p) => (p.as_bytes(), true),
             None => (&b"\0unknown user\0"[..], false),
         };
         if same(password.as_bytes(), expected) && known {
-            Ok(user.to_owned())
+            Ok(Principal { name: user.to_owned(), role: Role::Admin })
         } else {
             Err(Some(user.to_owned()))
         }
@@ -349,9 +484,20 @@ impl BasicAuth {
     }
 }
 
-/// Lets a request through when its credentials are a user's; 401 otherwise, 429 for an
-/// address that failed too often.
-pub async fn require(State(auth): State<Arc<BasicAuth>>, req: Request, next: Next) -> Response {
+/// Whether a `read` principal may make this request: reads, and validating a config.
+fn is_read(method: &Method, path: &str) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+        || (*method == Method::PUT && path.starts_with("/connector-plugins/") && path.ends_with("/config/validate"))
+}
+
+/// Lets a request through when its credentials are a user's or a token's (and its role
+/// allows it); 401 otherwise, 403 for a read-only principal's write, 429 for an address that
+/// failed too often.
+pub async fn require(State(auth): State<Arc<RestAuth>>, mut req: Request, next: Next) -> Response {
+    // The status page holds no data (it reads the API with the user's credentials).
+    if matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path() == "/ui" {
+        return next.run(req).await;
+    }
     let addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     if let Some(wait) = auth.blocked(addr) {
         return ApiError::new(
@@ -360,8 +506,16 @@ pub async fn require(State(auth): State<Arc<BasicAuth>>, req: Request, next: Nex
         )
         .into_response();
     }
-    match auth.user(req.headers().get(header::AUTHORIZATION)) {
-        Ok(_) => next.run(req).await,
+    match auth.principal(req.headers().get(header::AUTHORIZATION)) {
+        Ok(p) if p.role == Role::Read && !is_read(req.method(), req.uri().path()) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("{} has the read role: {} {} changes the cluster and needs the admin role", p.name, req.method(), req.uri().path()),
+        )
+        .into_response(),
+        Ok(p) => {
+            req.extensions_mut().insert(p);
+            next.run(req).await
+        }
         Err(user) => {
             if auth.failed(addr) {
                 tracing::warn!(
@@ -372,8 +526,9 @@ pub async fn require(State(auth): State<Arc<BasicAuth>>, req: Request, next: Nex
                     "REST request refused: no valid credentials (after {MAX_FAILURES} failures in a minute the address is refused until the minute ends)"
                 );
             }
+            let challenge = if auth.users.is_some() { "Basic realm=\"Kafka Connect\"" } else { "Bearer realm=\"sluice\"" };
             let mut response = (StatusCode::UNAUTHORIZED, UNAUTHORIZED).into_response();
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"Kafka Connect\""));
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
             response
         }
     }
@@ -412,23 +567,55 @@ mod tests {
         assert_eq!(jaas_from_kafka_opts("-Xmx1g"), None);
     }
 
+    fn auth(users: &[(&str, &str)], tokens: Vec<Token>) -> RestAuth {
+        let users = (!users.is_empty()).then(|| users.iter().map(|(u, p)| ((*u).to_owned(), (*p).to_owned())).collect());
+        RestAuth { users, tokens, failures: Mutex::new(HashMap::new()) }
+    }
+
     #[test]
     fn checks_basic_credentials() {
-        let auth = BasicAuth { users: HashMap::from([("ops".to_owned(), "s3cret:x".to_owned())]), failures: Mutex::new(HashMap::new()) };
+        let auth = auth(&[("ops", "s3cret:x")], Vec::new());
         let basic = |s: &str| HeaderValue::from_str(&format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s))).unwrap();
-        assert_eq!(auth.user(Some(&basic("ops:s3cret:x"))), Ok("ops".to_owned()), "a password may hold a colon");
-        assert_eq!(auth.user(Some(&basic("ops:s3cret"))), Err(Some("ops".to_owned())));
-        assert_eq!(auth.user(Some(&basic("eve:s3cret:x"))), Err(Some("eve".to_owned())));
-        assert_eq!(auth.user(Some(&basic(":s3cret:x"))), Err(None));
-        assert_eq!(auth.user(Some(&HeaderValue::from_static("Bearer abc"))), Err(None));
-        assert_eq!(auth.user(Some(&HeaderValue::from_static("Basic !!!"))), Err(None));
-        assert_eq!(auth.user(None), Err(None));
+        let admin = |n: &str| Ok(Principal { name: n.to_owned(), role: Role::Admin });
+        assert_eq!(auth.principal(Some(&basic("ops:s3cret:x"))), admin("ops"), "a password may hold a colon");
+        assert_eq!(auth.principal(Some(&basic("ops:s3cret"))), Err(Some("ops".to_owned())));
+        assert_eq!(auth.principal(Some(&basic("eve:s3cret:x"))), Err(Some("eve".to_owned())));
+        assert_eq!(auth.principal(Some(&basic(":s3cret:x"))), Err(None));
+        assert_eq!(auth.principal(Some(&HeaderValue::from_static("Bearer abc"))), Err(None));
+        assert_eq!(auth.principal(Some(&HeaderValue::from_static("Basic !!!"))), Err(None));
+        assert_eq!(auth.principal(None), Err(None));
         assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"abc", b"abcd") && !same(b"", b"a"));
     }
 
     #[test]
+    fn tokens_are_kept_hashed_and_carry_their_role() {
+        let (token, line) = new_token("dash", "read").unwrap();
+        assert!(token.starts_with("slc_") && token.len() > 40, "{token}");
+        assert!(!line.contains(&token) && line.starts_with("dash read sha256:"), "{line}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        let (admin_token, admin_line) = new_token("ci", "admin").unwrap();
+        std::fs::write(&file, format!("# tokens\n{line}\n\n{admin_line}\n")).unwrap();
+        let auth = auth(&[], read_tokens(&file).unwrap());
+        let bearer = |t: &str| HeaderValue::from_str(&format!("Bearer {t}")).unwrap();
+        assert_eq!(auth.principal(Some(&bearer(&token))), Ok(Principal { name: "dash".into(), role: Role::Read }));
+        assert_eq!(auth.principal(Some(&bearer(&admin_token))), Ok(Principal { name: "ci".into(), role: Role::Admin }));
+        assert_eq!(auth.principal(Some(&bearer("slc_guess"))), Err(None));
+        let basic = HeaderValue::from_str(&format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("dash:x"))).unwrap();
+        assert_eq!(auth.principal(Some(&basic)), Err(None), "no Basic users without the extension");
+        assert!(new_token("two words", "read").is_err() && new_token("x", "owner").is_err());
+        for (bad, why) in [("a read", "three fields"), ("a owner sha256:00", "role"), ("a read md5:00", "sha256:"), ("a read sha256:zz", "hexadecimal"), ("", "no tokens")] {
+            std::fs::write(&file, bad).unwrap();
+            let e = read_tokens(&file).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains(TOKENS_KEY) && e.contains(why), "{bad}: {e}");
+        }
+        assert!(is_read(&Method::GET, "/connectors") && is_read(&Method::PUT, "/connector-plugins/x/config/validate"));
+        assert!(!is_read(&Method::PUT, "/connectors/x/pause") && !is_read(&Method::POST, "/connectors"));
+    }
+
+    #[test]
     fn an_address_is_refused_after_too_many_failures() {
-        let auth = BasicAuth { users: HashMap::new(), failures: Mutex::new(HashMap::new()) };
+        let auth = auth(&[], Vec::new());
         let (a, b) = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
         for i in 0..MAX_FAILURES {
             assert_eq!(auth.blocked(a), None, "attempt {i}");
@@ -447,5 +634,8 @@ mod tests {
         assert!(err.to_string().contains("KAFKA_OPTS"), "{err}");
         assert!(from_worker(&props(" "), None).unwrap().is_none());
         assert!(from_worker(&Props::new(), None).unwrap().is_none());
+        let servlet = Props::from([(INITIALIZERS_KEY.to_owned(), "com.example.Init".to_owned())]);
+        let err = from_worker(&servlet, None).unwrap_err().to_string();
+        assert!(err.contains(INITIALIZERS_KEY) && err.contains("com.example.Init"), "{err}");
     }
 }

@@ -48,11 +48,12 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
     tracing::debug!(%method, %url, "forwarding a write to the group leader");
     let tls = state.forward_tls.clone();
     let sent = tokio::task::spawn_blocking(move || -> Result<(u16, Option<String>, Vec<u8>), ureq::Error> {
-        let mut config = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(std::time::Duration::from_secs(90)));
-        if let Some(tls) = tls {
-            config = config.tls_config(tls);
-        }
-        let agent: ureq::Agent = config.build().into();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(90)))
+            .tls_config(tls.unwrap_or_else(crate::tls::no_roots))
+            .build()
+            .into();
         let request = ureq::http::Request::builder().method(method.as_str()).uri(&url);
         let request = match &content_type {
             Some(ct) => request.header("content-type", ct),

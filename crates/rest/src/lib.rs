@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod auth;
 pub mod connectors;
+pub mod cors;
 pub mod directory;
 pub mod error;
 mod forward;
@@ -57,6 +58,7 @@ pub mod request;
 pub mod root;
 pub mod tasks;
 pub mod tls;
+pub mod ui;
 
 pub use error::ApiError;
 
@@ -75,8 +77,10 @@ pub struct RestState {
     /// The worker's `connectors.dir` (its drift rule applies to REST writes even when the
     /// worker has no directory of its own: a declared connector is owned cluster-wide).
     pub directory: Option<Arc<sluice_runtime::declared::reconcile::Directory>>,
-    /// HTTP Basic authentication (`rest.extension.classes`, see [`auth`]); `None`: open.
-    pub auth: Option<Arc<auth::BasicAuth>>,
+    /// Who may use the API (Basic users, tokens; see [`auth`]); `None`: open.
+    pub auth: Option<Arc<auth::RestAuth>>,
+    /// Cross-origin requests (`access.control.allow.origin`, see [`cors`]).
+    pub cors: Option<Arc<cors::Cors>>,
     /// How a follower reaches an `https://` leader (see [`tls::forwarding_tls`]).
     pub forward_tls: Option<ureq::tls::TlsConfig>,
 }
@@ -85,12 +89,34 @@ pub struct RestState {
 /// Connect's error shape and wording. One trailing slash is the same path (Connect's router
 /// ignores it); an empty segment (`//`) anywhere is 400, as Connect's Jetty answers it.
 pub fn router(state: RestState) -> Router {
-    let routes = routes(state);
+    router_for(state, Serves::All)
+}
+
+/// Which endpoints a listener serves (`admin.listeners`, KIP-495).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serves {
+    /// Everything: no `admin.listeners`.
+    All,
+    /// Everything but `/admin`: the `listeners` when `admin.listeners` is set.
+    WithoutAdmin,
+    /// Only `/admin`: the `admin.listeners`.
+    AdminOnly,
+}
+
+/// [`router`] for one kind of listener.
+pub fn router_for(state: RestState, serves: Serves) -> Router {
+    let routes = routes(state, serves);
     Router::new().fallback_service(routes).layer(middleware::from_fn(normalise_path))
 }
 
-fn routes(state: RestState) -> Router {
-    let routes = Router::new()
+fn routes(state: RestState, serves: Serves) -> Router {
+    let admin = Router::new()
+        .route("/admin/loggers", get(loggers::list))
+        .route("/admin/loggers/{logger}", get(loggers::get).put(loggers::set));
+    if serves == Serves::AdminOnly {
+        return layered(admin, state);
+    }
+    let api = Router::new()
         .route("/", get(root::server_info))
         .route("/health", get(root::health))
         .route("/health/connectors", get(health::connectors))
@@ -117,8 +143,15 @@ fn routes(state: RestState) -> Router {
         .route("/connector-plugins", get(plugins::list))
         .route("/connector-plugins/{plugin}/config", get(plugins::config_def))
         .route("/connector-plugins/{plugin}/config/validate", put(plugins::validate))
-        .route("/admin/loggers", get(loggers::list))
-        .route("/admin/loggers/{logger}", get(loggers::get).put(loggers::set))
+        .route("/ui", get(ui::page))
+        .route("/ui/whoami", get(ui::whoami));
+    let api = if serves == Serves::All { api.merge(admin) } else { api };
+    layered(api, state)
+}
+
+/// The fallbacks and layers every listener's routes get.
+fn layered(routes: Router<RestState>, state: RestState) -> Router {
+    let routes = routes
         // Applies to the routes above, so it comes after them.
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .fallback(|| async { ApiError::no_such_path() })
@@ -127,6 +160,11 @@ fn routes(state: RestState) -> Router {
     // after the access log (refusals are logged too).
     let routes = match state.auth.clone() {
         Some(a) => routes.layer(middleware::from_fn_with_state(a, auth::require)),
+        None => routes,
+    };
+    // Preflights are answered before authentication (browsers send no credentials with them).
+    let routes = match state.cors.clone() {
+        Some(c) => routes.layer(middleware::from_fn_with_state(c, cors::layer)),
         None => routes,
     };
     routes.layer(middleware::from_fn(access_log)).with_state(state)

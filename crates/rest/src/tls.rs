@@ -1,7 +1,8 @@
 //! HTTPS listeners, configured as Kafka Connect configures them: `listeners=https://host:port`
 //! and the `ssl.*` keys, or the same keys under `listeners.https.` (all or nothing: when any
 //! `listeners.https.` key is set, only those are read, as Connect's
-//! `valuesWithPrefixAllOrNothing` does).
+//! `valuesWithPrefixAllOrNothing` does). `admin.listeners` read theirs under
+//! `admin.listeners.https.` the same way.
 //!
 //! | key | |
 //! |---|---|
@@ -34,8 +35,10 @@ use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-/// The prefix of the REST listener's own SSL keys.
+/// The prefix of the REST listeners' own SSL keys.
 pub const PREFIX: &str = "listeners.https.";
+/// The prefix of the admin listeners' own SSL keys (`admin.listeners`, KIP-495).
+pub const ADMIN_PREFIX: &str = "admin.listeners.https.";
 
 /// The SSL keys in force for the REST API and the key names to report (with the prefix
 /// when they came from it).
@@ -47,14 +50,14 @@ pub struct SslValues {
 impl SslValues {
     /// Connect's all-or-nothing rule: the `listeners.https.` keys when any is set, else the
     /// top-level `ssl.*` keys.
-    pub fn from_worker(props: &Props) -> Self {
+    pub fn from_worker(props: &Props, prefix: &'static str) -> Self {
         let prefixed: BTreeMap<String, String> =
-            props.iter().filter_map(|(k, v)| k.strip_prefix(PREFIX).map(|k| (k.to_owned(), v.clone()))).collect();
+            props.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_owned(), v.clone()))).collect();
         if prefixed.is_empty() {
             let values = props.iter().filter(|(k, _)| k.starts_with("ssl.")).map(|(k, v)| (k.clone(), v.clone())).collect();
             Self { values, prefix: "" }
         } else {
-            Self { values: prefixed, prefix: PREFIX }
+            Self { values: prefixed, prefix }
         }
     }
 
@@ -252,9 +255,10 @@ fn iana_name(suite: &rustls::SupportedCipherSuite) -> String {
     }
 }
 
-/// The TLS settings of the worker's `https://` listeners.
-pub fn server_config(props: &Props) -> ConnectResult<Arc<ServerConfig>> {
-    let ssl = SslValues::from_worker(props);
+/// The TLS settings of the worker's `https://` listeners: `prefix` is [`PREFIX`] for the
+/// `listeners`, [`ADMIN_PREFIX`] for the `admin.listeners`.
+pub fn server_config(props: &Props, prefix: &'static str) -> ConnectResult<Arc<ServerConfig>> {
+    let ssl = SslValues::from_worker(props, prefix);
     let provider = suites(&ssl)?;
     let versions = protocols(&ssl)?;
     let (chain, key) = keystore(&ssl)?;
@@ -290,21 +294,40 @@ pub fn server_config(props: &Props) -> ConnectResult<Arc<ServerConfig>> {
     Ok(Arc::new(config))
 }
 
+/// A client TLS setting that trusts no certificate: an `https://` URL without configured
+/// trust fails with a certificate error instead of ureq's panic on its default roots (which
+/// this build does not carry).
+pub fn no_roots() -> ureq::tls::TlsConfig {
+    ureq::tls::TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .unversioned_rustls_crypto_provider(provider())
+        .root_certs(ureq::tls::RootCerts::new_with_certs(&[]))
+        .build()
+}
+
 /// How a follower reaches an `https://` leader: the truststore for the leader's
 /// certificate, the keystore as its own (for a leader that asks for one). `None` when no
-/// listener is `https://` and no SSL key is set.
+/// SSL key is set.
 pub fn forwarding_tls(props: &Props) -> ConnectResult<Option<ureq::tls::TlsConfig>> {
-    let ssl = SslValues::from_worker(props);
+    let ssl = SslValues::from_worker(props, PREFIX);
     if ssl.values.is_empty() {
         return Ok(None);
     }
     let mut builder =
         ureq::tls::TlsConfig::builder().provider(ureq::tls::TlsProvider::Rustls).unversioned_rustls_crypto_provider(provider());
-    if let Some(certs) = truststore(&ssl)? {
-        let certs: Vec<ureq::tls::Certificate<'static>> =
-            certs.iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()).collect();
-        builder = builder.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
-    }
+    let trusted = match truststore(&ssl)? {
+        Some(certs) => certs,
+        None => {
+            tracing::warn!(
+                "no {} is set: a follower cannot check an https leader's certificate, so forwarding to it fails",
+                ssl.name("ssl.truststore.location")
+            );
+            Vec::new()
+        }
+    };
+    let trusted: Vec<ureq::tls::Certificate<'static>> =
+        trusted.iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()).collect();
+    builder = builder.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted));
     if ssl.get("ssl.keystore.location").is_some() || ssl.get("ssl.keystore.key").is_some() {
         let (chain, key) = keystore(&ssl)?;
         let label = match &key {
@@ -404,7 +427,7 @@ mod tests {
 
     #[test]
     fn listener_keys_are_all_or_nothing() {
-        let ssl = SslValues::from_worker(&props(&[("ssl.keystore.location", "/a"), ("ssl.client.auth", "required")]));
+        let ssl = SslValues::from_worker(&props(&[("ssl.keystore.location", "/a"), ("ssl.client.auth", "required")]), PREFIX);
         assert_eq!((ssl.get("ssl.keystore.location"), ssl.get("ssl.client.auth")), (Some("/a"), Some("required")));
         assert_eq!(ssl.name("ssl.keystore.location"), "ssl.keystore.location");
         // One prefixed key: the top-level ones are not read at all.
@@ -412,14 +435,18 @@ mod tests {
             ("ssl.keystore.location", "/a"),
             ("ssl.client.auth", "required"),
             ("listeners.https.ssl.keystore.location", "/b"),
-        ]));
+        ]), PREFIX);
         assert_eq!((ssl.get("ssl.keystore.location"), ssl.get("ssl.client.auth")), (Some("/b"), None));
         assert_eq!(ssl.name("ssl.keystore.location"), "listeners.https.ssl.keystore.location");
+        // The admin listeners have their own prefix.
+        let both = props(&[("listeners.https.ssl.keystore.location", "/b"), ("admin.listeners.https.ssl.keystore.location", "/c")]);
+        assert_eq!(SslValues::from_worker(&both, ADMIN_PREFIX).get("ssl.keystore.location"), Some("/c"));
+        assert_eq!(SslValues::from_worker(&both, PREFIX).get("ssl.keystore.location"), Some("/b"));
     }
 
     #[test]
     fn weak_or_unknown_settings_are_refused_by_name() {
-        let err = |pairs: &[(&str, &str)]| server_config(&props(pairs)).unwrap_err().to_string();
+        let err = |pairs: &[(&str, &str)]| server_config(&props(pairs), PREFIX).unwrap_err().to_string();
         let e = err(&[("ssl.enabled.protocols", "TLSv1.2,TLSv1.1")]);
         assert!(e.contains("ssl.enabled.protocols") && e.contains("TLSv1.1") && e.contains("weak"), "{e}");
         let e = err(&[("listeners.https.ssl.cipher.suites", "TLS_RSA_WITH_RC4_128_SHA")]);
@@ -433,7 +460,7 @@ mod tests {
         let chosen = suites(&SslValues::from_worker(&props(&[(
             "ssl.cipher.suites",
             "TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        )])));
+        )]), PREFIX));
         assert_eq!(chosen.unwrap().cipher_suites.len(), 2);
     }
 }

@@ -6,6 +6,7 @@
 //! sluice distributed [WORKER.properties]   a worker of the group `group.id`, all state in Kafka
 //! sluice topics list|describe|consume ...  read the embedded log
 //! sluice health [URL]                     container health check
+//! sluice rest-token NAME read|admin        a bearer token for the REST API, and its line for the tokens file
 //! sluice plan|apply DIR [--url URL]         connector files against a running worker
 //! sluice --version
 //! ```
@@ -35,6 +36,7 @@ const USAGE: &str = "usage:
   sluice topics describe TOPIC [--data-dir DIR]
   sluice topics consume TOPIC [--data-dir DIR] [--from-beginning] [--partition N] [--offset N] [--max-messages N] [--follow]
   sluice health [http://HOST:PORT]            exit 0 when the worker's /health answers 200 (for container health checks)
+  sluice rest-token NAME read|admin           a new bearer token (printed once) and its line for sluice.rest.auth.tokens.file
   sluice plan DIR [--url http://HOST:PORT]    what applying the connector files of DIR would create, update or delete (key names only)
   sluice apply DIR [--url http://HOST:PORT]   apply them to a running worker
   --connectors-dir DIR                        (with sluice, standalone or distributed) keep the connectors declared in DIR
@@ -92,6 +94,17 @@ fn run(args: Vec<String>, connectors_dir: Option<String>) -> anyhow::Result<()> 
         },
         Some("topics") => topics::main(&args[1..]),
         Some("health") => health::main(args.get(1).map(String::as_str)),
+        Some("rest-token") => match (args.get(1), args.get(2), args.len()) {
+            (Some(name), Some(role), 3) => {
+                let (token, line) = sluice_rest::auth::new_token(name, role).map_err(|e| anyhow::anyhow!(e))?;
+                println!("{token}");
+                eprintln!("The token above is shown once: give it to the client (Authorization: Bearer <token>).");
+                eprintln!("Add this line to the file named by sluice.rest.auth.tokens.file and restart the worker:");
+                eprintln!("{line}");
+                Ok(())
+            }
+            _ => Err(anyhow::anyhow!("usage: sluice rest-token NAME read|admin")),
+        },
         Some(command @ ("plan" | "apply")) => plan::main(command == "apply", &args[1..]),
         Some(other) => Err(anyhow::anyhow!("unknown command '{other}'\n{USAGE}")),
     }

@@ -29,7 +29,12 @@ pub fn main(apply: bool, args: &[String]) -> anyhow::Result<()> {
     let files = read(Path::new(&dir))?;
     let endpoint = format!("{}/connectors-dir/{}", url.trim_end_matches('/'), if apply { "apply" } else { "plan" });
     let agent: ureq::Agent =
-        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(std::time::Duration::from_secs(120))).build().into();
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(120)))
+            .tls_config(sluice_rest::tls::no_roots())
+            .build()
+            .into();
     let mut response = agent
         .post(&endpoint)
         .send_json(serde_json::json!({ "files": files }))

@@ -74,16 +74,22 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
     let flag = connectors_dir.map(|d| ("CONNECT_CONNECTORS_DIR".to_owned(), d));
     let worker = WorkerConfig::from_sources(file_props, std::env::vars().chain(flag)).context("invalid worker configuration")?;
     let auth = sluice_rest::auth::from_worker(&worker.props, std::env::var("KAFKA_OPTS").ok().as_deref())
-        .context("invalid REST authentication")?;
+        .context("invalid REST API settings")?;
     // The `ssl.*` keys also configure the Kafka clients: they are read for the REST API only
     // when a listener is https (as Connect reads them only then).
     let (https, forward_tls) = if worker.rest_listeners.iter().any(|l| l.https) {
         (
-            Some(sluice_rest::tls::server_config(&worker.props).context("invalid https listener settings")?),
+            Some(sluice_rest::tls::server_config(&worker.props, sluice_rest::tls::PREFIX).context("invalid https listener settings")?),
             sluice_rest::tls::forwarding_tls(&worker.props).context("invalid https listener settings")?,
         )
     } else {
         (None, None)
+    };
+    let admin_listeners = worker.admin_listeners.clone().unwrap_or_default();
+    let admin_https = if admin_listeners.iter().any(|l| l.https) {
+        Some(sluice_rest::tls::server_config(&worker.props, sluice_rest::tls::ADMIN_PREFIX).context("invalid https admin listener settings")?)
+    } else {
+        None
     };
     let connectors = connector_files.iter().map(|f| crate::connector_file::load(&PathBuf::from(f))).collect::<anyhow::Result<Vec<_>>>()?;
 
@@ -113,13 +119,17 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
     }
     .context("cannot read the internal topics")?;
 
+    // (https, admin only, listener)
     let mut bound = Vec::new();
     for l in &worker.rest_listeners {
-        bound.push((l.https, rest_listener(&l.host, l.port).await?));
+        bound.push((l.https, false, rest_listener(&l.host, l.port).await?));
+    }
+    for l in &admin_listeners {
+        bound.push((l.https, true, rest_listener(&l.host, l.port).await?));
     }
     let addr = bound
         .iter()
-        .map(|(https, l)| {
+        .map(|(https, _, l)| {
             let scheme = if *https { "https" } else { "http" };
             l.local_addr().map_or_else(|_| format!("{scheme}://?"), |a| format!("{scheme}://{a}"))
         })
@@ -136,14 +146,18 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
         kafka_cluster_id: cluster_id,
         directory: Some(directory.clone()),
         auth,
+        cors: sluice_rest::cors::Cors::from_worker(&worker.props),
         forward_tls,
     };
-    let router = sluice_rest::router(state);
+    use sluice_rest::Serves;
+    let main = if worker.admin_listeners.is_some() { Serves::WithoutAdmin } else { Serves::All };
+    let (router, admin_router) = (sluice_rest::router_for(state.clone(), main), sluice_rest::router_for(state, Serves::AdminOnly));
     let mut servers = Vec::new();
-    for (is_https, listener) in bound {
-        servers.push(match (is_https, &https) {
-            (true, Some(config)) => tokio::spawn(sluice_rest::serve_tls(listener, config.clone(), router.clone(), shutdown.clone())),
-            _ => tokio::spawn(sluice_rest::serve(listener, router.clone(), shutdown.clone())),
+    for (is_https, admin, listener) in bound {
+        let (router, config) = if admin { (admin_router.clone(), &admin_https) } else { (router.clone(), &https) };
+        servers.push(match (is_https, config) {
+            (true, Some(config)) => tokio::spawn(sluice_rest::serve_tls(listener, config.clone(), router, shutdown.clone())),
+            _ => tokio::spawn(sluice_rest::serve(listener, router, shutdown.clone())),
         });
     }
     tracing::info!(listen = %addr, worker_id = %worker.worker_id(), "REST API listening");

@@ -13,9 +13,12 @@
 //! | `offset.flush.timeout.ms` | 5000 | how long a flush may wait for in-flight records |
 //! | `listeners` | `http://:8083` | REST listeners, `http://` and `https://` (`sluice_rest::tls`); `rest.host.name`/`rest.port` are the older form |
 //! | `rest.advertised.listener` | http if any | the scheme other workers reach this one by |
+//! | `admin.listeners` | unset | KIP-495: unset, `/admin` is served with the rest; empty, nowhere; else only there (`admin.listeners.https.ssl.*` for https) |
 //! | `rest.advertised.host.name`, `rest.advertised.port` | listener | the `worker_id` in statuses |
 //! | `rest.extension.classes` | unset | only Connect's `BasicAuthSecurityRestExtension`; anything else stops the worker (`sluice_rest::auth`) |
 //! | `sluice.rest.auth.jaas.config` (ours) | unset | the JAAS file of that extension when `KAFKA_OPTS` names none |
+//! | `sluice.rest.auth.tokens.file` (ours) | unset | bearer tokens (hashed) with roles `read` and `admin` |
+//! | `access.control.allow.origin`, `access.control.allow.methods` | unset, `GET,POST,HEAD` | cross-origin requests (`sluice_rest::cors`) |
 //! | `task.shutdown.graceful.timeout.ms` | 5000 | per task, on stop and on shutdown |
 //! | `config.storage.topic`, `offset.storage.topic`, `status.storage.topic` | `connect-configs`, `connect-offsets`, `connect-status` | internal topics |
 //! | `config.providers` | unset | `file`, `directory`, `env` providers for `${provider:path:key}` |
@@ -90,10 +93,16 @@ const KNOWN_KEYS: &[&str] = &[
     "connectors.dir.drift",
     "connectors.dir.interval.ms",
     "rest.extension.classes",
+    "rest.servlet.initializor.classes",
+    "admin.listeners",
     "sluice.rest.auth.jaas.config",
+    "sluice.rest.auth.tokens.file",
+    "access.control.allow.origin",
+    "access.control.allow.methods",
 ];
 const KNOWN_PREFIXES: &[&str] = &[
     "listeners.https.",
+    "admin.listeners.https.",
     "key.converter.",
     "value.converter.",
     "header.converter.",
@@ -115,6 +124,9 @@ pub struct WorkerConfig {
     pub rest_port: u16,
     /// Every REST listener, in the order `listeners` names them.
     pub rest_listeners: Vec<RestListener>,
+    /// `admin.listeners`: `None` when unset (the `/admin` endpoints are served with the
+    /// rest), empty when they are served nowhere.
+    pub admin_listeners: Option<Vec<RestListener>>,
     /// Whether other workers reach this one over https (`rest.advertised.listener`).
     pub advertised_https: bool,
     pub advertised_host: String,
@@ -180,6 +192,7 @@ impl WorkerConfig {
             tracing::info!("offset.storage.file.filename is ignored: source offsets live in the offsets topic of the embedded log");
         }
         let rest_listeners = listeners(&props)?;
+        let admin_listeners = admin_listeners(&props)?;
         let advertised = advertised_listener(&props, &rest_listeners)?;
         let (rest_host, rest_port, advertised_https) = (advertised.host, advertised.port, advertised.https);
         let advertised_host = props.get("rest.advertised.host.name").cloned().unwrap_or_else(|| {
@@ -229,6 +242,7 @@ impl WorkerConfig {
             rest_host,
             rest_port,
             rest_listeners,
+            admin_listeners,
             advertised_https,
             advertised_host,
             advertised_port,
@@ -376,24 +390,36 @@ pub struct RestListener {
     pub port: u16,
 }
 
+/// The listeners a `listeners`-style value names (`key` for errors).
+fn parse_listeners(key: &str, value: &str) -> ConnectResult<Vec<RestListener>> {
+    let mut out = Vec::new();
+    for l in value.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+        let (https, rest) = match l.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
+            _ => return Err(ConnectError::config(key, format!("'{l}' is not an http:// or https:// listener"))),
+        };
+        let (host, port) = rest
+            .trim_end_matches('/')
+            .rsplit_once(':')
+            .ok_or_else(|| ConnectError::config(key, format!("'{l}' has no port (expected http://host:port)")))?;
+        let port = port.parse().map_err(|_| ConnectError::config(key, format!("'{port}' is not a port number")))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        out.push(RestListener { https, host: host.to_owned(), port });
+    }
+    Ok(out)
+}
+
+/// `admin.listeners` (KIP-495): unset, the `/admin` endpoints are served with the rest; empty,
+/// they are served nowhere; else only on these listeners.
+fn admin_listeners(props: &Props) -> ConnectResult<Option<Vec<RestListener>>> {
+    props.get("admin.listeners").map(|v| parse_listeners("admin.listeners", v)).transpose()
+}
+
 /// Every listener of `listeners` (or the older `rest.host.name` + `rest.port`).
 fn listeners(props: &Props) -> ConnectResult<Vec<RestListener>> {
     if let Some(listeners) = props.get("listeners").filter(|s| !s.trim().is_empty()) {
-        let mut out = Vec::new();
-        for l in listeners.split(',').map(str::trim).filter(|l| !l.is_empty()) {
-            let (https, rest) = match l.split_once("://") {
-                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
-                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
-                _ => return Err(ConnectError::config("listeners", format!("'{l}' is not an http:// or https:// listener"))),
-            };
-            let (host, port) = rest
-                .trim_end_matches('/')
-                .rsplit_once(':')
-                .ok_or_else(|| ConnectError::config("listeners", format!("'{l}' has no port (expected http://host:port)")))?;
-            let port = port.parse().map_err(|_| ConnectError::config("listeners", format!("'{port}' is not a port number")))?;
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            out.push(RestListener { https, host: host.to_owned(), port });
-        }
+        let out = parse_listeners("listeners", listeners)?;
         if out.is_empty() {
             return Err(ConnectError::config("listeners", "names no listener"));
         }
@@ -527,6 +553,13 @@ mod tests {
         assert_eq!(c.advertised_url(), "https://127.0.0.1:8443/");
         let c = WorkerConfig::from_sources(parse_properties("listeners=https://:8443\n"), []).unwrap();
         assert!(c.advertised_https && c.rest_listeners[0].https);
+        assert_eq!(c.admin_listeners, None);
+        let c = WorkerConfig::from_sources(parse_properties("admin.listeners=\n"), []).unwrap();
+        assert_eq!(c.admin_listeners, Some(Vec::new()), "empty: no admin endpoints");
+        let c = WorkerConfig::from_sources(parse_properties("admin.listeners=http://127.0.0.1:8084\n"), []).unwrap();
+        assert_eq!(c.admin_listeners, Some(vec![RestListener { https: false, host: "127.0.0.1".into(), port: 8084 }]));
+        let err = WorkerConfig::from_sources(parse_properties("admin.listeners=tcp://x:1\n"), []).unwrap_err();
+        assert!(err.to_string().contains("admin.listeners"), "{err}");
         let err = WorkerConfig::from_sources(parse_properties("listeners=http://:1\nrest.advertised.listener=https\n"), []).unwrap_err();
         assert!(err.to_string().contains("rest.advertised.listener"), "{err}");
         let err = WorkerConfig::from_sources(parse_properties("rest.port=abc\n"), []).unwrap_err();

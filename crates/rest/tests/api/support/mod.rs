@@ -37,6 +37,7 @@ pub fn app() -> App {
         kafka_cluster_id: "sluice-embedded".into(),
         directory: None,
         auth: None,
+        cors: None,
         forward_tls: None,
     };
     App { router: sluice_rest::router(state), herder, loggers, _subscriber: subscriber }

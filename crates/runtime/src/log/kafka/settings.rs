@@ -109,6 +109,10 @@ pub fn from_worker_props(props: &Props) -> LogResult<ClientSettings> {
             translate(props, "", key, value, &mut common)?;
             continue;
         }
+        // The REST API's admin listeners, not the admin client's.
+        if key == "admin.listeners" || key.starts_with("admin.listeners.") {
+            continue;
+        }
         for kind in [ClientKind::Producer, ClientKind::Consumer, ClientKind::Admin] {
             if let Some(rest) = key.strip_prefix(kind.prefix()) {
                 translate(props, kind.prefix(), rest, value, per_kind.entry(kind).or_default())?;

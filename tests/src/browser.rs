@@ -1,0 +1,145 @@
+//! A real browser for the status page's tests: Debian's headless chromium, driven over the
+//! W3C WebDriver protocol (plain HTTP) through Debian's chromedriver. Missing either fails
+//! the test (tests/services/setup.sh installs both).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value as Json};
+
+pub struct Browser {
+    driver: Child,
+    port: u16,
+    session: String,
+    agent: ureq::Agent,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless chromium session with a fresh profile.
+    pub fn start() -> Browser {
+        let port = crate::free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian's chromium-driver; tests/services/setup.sh installs it)");
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().into();
+        let profile = tempfile::tempdir().expect("a profile directory");
+        let mut b = Browser { driver, port, session: String::new(), agent, _profile: profile };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while b.call("GET", "/status", None).get("value").and_then(|v| v["ready"].as_bool()) != Some(true) {
+            assert!(Instant::now() < deadline, "chromedriver did not become ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let args = json!([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1280,1000",
+            format!("--user-data-dir={}", b._profile.path().display()),
+        ]);
+        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}}}});
+        let created = b.call("POST", "/session", Some(caps));
+        b.session = created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {created}")).to_owned();
+        b
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Json>) -> Json {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let req = ureq::http::Request::builder().method(method).uri(url).header("content-type", "application/json");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        match self.agent.run(req.body(body).expect("a request")) {
+            Ok(mut r) => serde_json::from_str(&r.body_mut().read_to_string().unwrap_or_default()).unwrap_or(Json::Null),
+            Err(_) => Json::Null,
+        }
+    }
+
+    fn session_call(&self, method: &str, path: &str, body: Option<Json>) -> Json {
+        self.call(method, &format!("/session/{}{path}", self.session), body)
+    }
+
+    pub fn goto(&self, url: &str) {
+        let r = self.session_call("POST", "/url", Some(json!({"url": url})));
+        assert!(r["value"].is_null(), "navigate to {url}: {r}");
+    }
+
+    /// Runs `script` (a function body) in the page and returns its value.
+    pub fn eval(&self, script: &str) -> Json {
+        self.session_call("POST", "/execute/sync", Some(json!({"script": script, "args": []})))["value"].clone()
+    }
+
+    /// What a person sees: the page's rendered text.
+    pub fn text(&self) -> String {
+        self.eval("return document.body.innerText").as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until `check(text)` holds; on timeout fails with the page's text.
+    pub fn wait_text(&self, timeout: Duration, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let text = self.text();
+            if check(&text) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; the page shows:\n{text}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// How many elements match `css`.
+    pub fn count(&self, css: &str) -> usize {
+        self.session_call("POST", "/elements", Some(json!({"using": "css selector", "value": css})))["value"].as_array().map_or(0, Vec::len)
+    }
+
+    /// Clicks the first element matching `css`.
+    pub fn click(&self, css: &str) {
+        let found = self.session_call("POST", "/element", Some(json!({"using": "css selector", "value": css})));
+        let id = found["value"]
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Json::as_str)
+            .unwrap_or_else(|| panic!("no element {css}: {found}"));
+        let r = self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})));
+        assert!(r["value"].is_null(), "click {css}: {r}");
+    }
+
+    /// Accepts the confirmation dialog the last click opened, returning its text.
+    pub fn accept_dialog(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.session_call("GET", "/alert/text", None)["value"].clone();
+            if let Some(t) = text.as_str() {
+                self.session_call("POST", "/alert/accept", Some(json!({})));
+                return t.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no dialog opened");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Saves a PNG of the page.
+    pub fn screenshot(&self, path: &Path) {
+        use base64::Engine as _;
+        let shot = self.session_call("GET", "/screenshot", None);
+        let png = base64::engine::general_purpose::STANDARD.decode(shot["value"].as_str().expect("a screenshot")).expect("base64 PNG");
+        std::fs::write(path, png).expect("write the screenshot");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            self.call("DELETE", &format!("/session/{}", self.session), None);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
