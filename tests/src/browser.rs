@@ -143,3 +143,67 @@ impl Drop for Browser {
         let _ = self.driver.wait();
     }
 }
+
+/// A reverse proxy that serves a worker under a path prefix, as an ingress would: requests
+/// for `PREFIX/...` go to the worker as `/...` (HTTP/1.1, one request per connection).
+pub struct PrefixProxy {
+    pub port: u16,
+}
+
+impl PrefixProxy {
+    pub fn start(prefix: &'static str, backend: u16) -> PrefixProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                std::thread::spawn(move || {
+                    let _ = Self::relay(client, prefix, backend);
+                });
+            }
+        });
+        PrefixProxy { port }
+    }
+
+    fn relay(mut client: std::net::TcpStream, prefix: &str, backend: u16) -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if client.read(&mut byte)? == 0 {
+                return Ok(());
+            }
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let mut lines = head.split("\r\n");
+        let request = lines.next().unwrap_or_default();
+        let mut parts = request.splitn(3, ' ');
+        let (method, target, version) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"), parts.next().unwrap_or("HTTP/1.1"));
+        let Some(path) = target.strip_prefix(prefix) else {
+            client.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+            return Ok(());
+        };
+        let path = if path.is_empty() { "/" } else { path };
+        let mut length = 0usize;
+        let mut out = format!("{method} {path} {version}\r\n");
+        for line in lines.filter(|l| !l.is_empty()) {
+            let lower = line.to_ascii_lowercase();
+            if lower.starts_with("connection:") || lower.starts_with("keep-alive:") {
+                continue;
+            }
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+        out.push_str("Connection: close\r\n\r\n");
+        let mut body = vec![0u8; length];
+        client.read_exact(&mut body)?;
+        let mut server = std::net::TcpStream::connect(("127.0.0.1", backend))?;
+        server.write_all(out.as_bytes())?;
+        server.write_all(&body)?;
+        std::io::copy(&mut server, &mut client)?;
+        Ok(())
+    }
+}

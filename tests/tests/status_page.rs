@@ -1,14 +1,15 @@
 //! The status page (`GET /ui`) in a real browser (headless chromium through chromedriver):
-//! a worker whose API asks for bearer tokens runs a healthy connector and a failed one. An
-//! admin sees both, the failed one first with its trace and no secret, pauses and resumes a
+//! a worker whose API asks for bearer tokens runs healthy connectors (one declared in a
+//! file) and a failed one. An admin sees them all, the failed one first with its trace and no
+//! secret, where each came from, counts following new records, pauses and resumes a
 //! connector and deletes another through the page's buttons (each behind a confirmation),
-//! and the REST API shows the effect; a read-only token sees no buttons; without a token
-//! the page asks for one. Screenshots go to the test's output directory.
+//! and the REST API shows the effect; a read-only token sees no buttons; behind a path prefix
+//! the page works the same; without a token the page asks for one. Screenshots go to the test's output directory.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_tests::browser::Browser;
+use sluice_tests::browser::{Browser, PrefixProxy};
 use sluice_tests::{json, Extras, Launch, Worker};
 
 fn token(name: &str, role: &str) -> (String, String) {
@@ -36,16 +37,25 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     let (viewer, viewer_line) = token("viewer", "read");
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{admin_line}\n{viewer_line}\n")).unwrap();
+    // One connector is declared in a file of the connectors directory.
+    let cdir = dir.path().join("connectors");
+    std::fs::create_dir_all(&cdir).unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "{\"id\": 1}\n").unwrap();
+    let declared = json!({"name": "declared", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "declared"}});
+    std::fs::write(cdir.join("declared.json"), declared.to_string()).unwrap();
     let w = Worker::launch_with(
         &dir.path().join("w"),
         Launch::Properties {
-            props: vec![("sluice.rest.auth.tokens.file".to_owned(), tokens.display().to_string())],
+            props: vec![
+                ("sluice.rest.auth.tokens.file".to_owned(), tokens.display().to_string()),
+                ("connectors.dir".to_owned(), cdir.display().to_string()),
+                ("connectors.dir.interval.ms".to_owned(), "1000".to_owned()),
+            ],
             connector_files: Vec::new(),
         },
         Extras { env: Vec::new(), authorization: Some(format!("Bearer {admin}")) },
     );
-    let input = dir.path().join("in.txt");
-    std::fs::write(&input, "{\"id\": 1}\n").unwrap();
     let file_source = |topic: &str| json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": topic});
     for (name, config) in [
         ("lines", file_source("orders")),
@@ -62,16 +72,19 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
         assert_eq!(code, 201, "{name}: {body}");
     }
     w.wait_running("lines", 1);
+    w.wait_running("declared", 1);
     let failed = w.wait_for("/connectors/wh/status", Duration::from_secs(60), |_, b| b["tasks"][0]["state"] == "FAILED");
     let trace = failed["tasks"][0]["trace"].as_str().unwrap().to_owned();
 
     let b = Browser::start();
     b.goto(&w.url(&format!("/ui#token={admin}")));
-    let text = b.wait_text(Duration::from_secs(30), "the three connectors", |t| {
-        t.contains("lines") && t.contains("scratch") && t.contains("wh") && t.contains("FAILED") && t.contains("3 connectors")
+    let text = b.wait_text(Duration::from_secs(30), "the four connectors", |t| {
+        t.contains("lines") && t.contains("scratch") && t.contains("FAILED") && t.contains("4 connectors") && t.contains("declared.json")
     });
     assert!(text.contains("ops (admin)"), "the signed-in token is named: {text}");
-    assert_eq!(order(&b), ["wh", "lines", "scratch"], "the failed connector first");
+    assert_eq!(order(&b), ["wh", "declared", "lines", "scratch"], "the failed connector first");
+    let origin = |c: &str| b.eval(&format!("return document.querySelector('.card[data-connector={c}] [data-origin]').dataset.origin"));
+    assert_eq!((origin("declared"), origin("lines")), (json!("file"), json!("rest")), "where each connector came from");
     assert!(!b.eval("return location.hash").as_str().unwrap_or_default().contains(&admin), "the token leaves the address bar");
     // The failed task's trace, one click away; the config, with its password hidden.
     b.click(".card[data-connector=wh] details[data-section='Last error'] summary");
@@ -106,7 +119,7 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     b.click("button[data-action=delete][data-connector=scratch]");
     assert!(b.accept_dialog().contains("Delete scratch"));
     w.wait_for("/connectors/scratch", Duration::from_secs(30), |code, _| code == 404);
-    b.wait_text(Duration::from_secs(10), "two connectors left", |t| t.contains("2 connectors") && !t.contains("scratch"));
+    b.wait_text(Duration::from_secs(10), "three connectors left", |t| t.contains("3 connectors") && !t.contains("scratch"));
     b.screenshot(&shots().join("fleet-after-actions.png"));
     drop(b);
 
@@ -117,6 +130,17 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     assert!(text.contains("lines"));
     assert_eq!(b.count("button[data-action]"), 0, "a read-only user sees no action buttons");
     b.screenshot(&shots().join("fleet-read-only.png"));
+    drop(b);
+
+    // Behind a path prefix (an ingress serving the worker under /sluice/), the page reads and
+    // acts through the same prefix.
+    let proxy = PrefixProxy::start("/sluice", w.port);
+    let b = Browser::start();
+    b.goto(&format!("http://127.0.0.1:{}/sluice/ui#token={admin}", proxy.port));
+    b.wait_text(Duration::from_secs(30), "the fleet behind the prefix", |t| t.contains("3 connectors") && t.contains("declared.json"));
+    b.click("button[data-action=stop][data-connector=lines]");
+    b.accept_dialog();
+    w.wait_for("/connectors/lines/status", Duration::from_secs(30), |_, s| s["connector"]["state"] == "STOPPED");
     drop(b);
 
     // Without credentials the page asks for them (and shows no data).
