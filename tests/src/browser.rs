@@ -99,16 +99,25 @@ impl Browser {
         self.session_call("POST", "/elements", Some(json!({"using": "css selector", "value": css})))["value"].as_array().map_or(0, Vec::len)
     }
 
-    /// Clicks the first element matching `css`.
+    /// Clicks the first element matching `css`, waiting up to 10 s for it. The page redraws
+    /// itself every few seconds, so an element found just before a redraw is looked up again.
     pub fn click(&self, css: &str) {
-        let found = self.session_call("POST", "/element", Some(json!({"using": "css selector", "value": css})));
-        let id = found["value"]
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Json::as_str)
-            .unwrap_or_else(|| panic!("no element {css}: {found}"));
-        let r = self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})));
-        assert!(r["value"].is_null(), "click {css}: {r}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = self.session_call("POST", "/element", Some(json!({"using": "css selector", "value": css})));
+            // The W3C element reference key.
+            let Some(id) = found["value"]["element-6066-11e4-a52e-4f735466cecf"].as_str() else {
+                assert!(Instant::now() < deadline, "no element {css}: {found}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            };
+            let r = self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})));
+            if r["value"].is_null() {
+                return;
+            }
+            assert!(r["value"]["error"] == "stale element reference" && Instant::now() < deadline, "click {css}: {r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Accepts the confirmation dialog the last click opened, returning its text.

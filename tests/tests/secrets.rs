@@ -55,8 +55,8 @@ fn passwords_stay_out_of_rest_traces_and_logs() {
 
 /// Every password-typed key of every built-in connector, each given a value of its own: the
 /// values appear in no REST answer (validate, create, info, config, tasks, status with its
-/// trace, expanded lists, offsets, restarts) and no log line, whether the connector is
-/// created or refused, runs or fails.
+/// trace, expanded lists, offsets, restarts), not on the status page and in no log line,
+/// whether the connector is created or refused, runs or fails.
 #[test]
 fn no_secret_of_any_built_in_connector_reaches_rest_or_logs() {
     let dir = tempfile::tempdir().unwrap();
@@ -133,6 +133,18 @@ fn no_secret_of_any_built_in_connector_reaches_rest_or_logs() {
         }
     }
     assert!(with_passwords.len() >= 3, "password-typed keys were found in only {with_passwords:?}");
+    // The status page, every section opened, in a real browser.
+    let b = sluice_tests::browser::Browser::start();
+    b.goto(&w.url("/ui"));
+    b.wait_text(Duration::from_secs(30), "the connectors on the status page", |t| t.contains("walk-1"));
+    b.eval("document.querySelectorAll('details').forEach(d => { d.open = true; }); return null");
+    std::thread::sleep(Duration::from_millis(2_500));
+    b.eval("document.querySelectorAll('details').forEach(d => { d.open = true; }); return null");
+    let html = b.eval("return document.documentElement.outerHTML").as_str().unwrap_or_default().to_owned();
+    assert!(html.contains("[hidden]"), "the page shows the hidden values");
+    if let Some(s) = secrets.iter().find(|s| html.contains(s.as_str())) {
+        panic!("secret {s} is on the status page");
+    }
     std::thread::sleep(Duration::from_millis(500));
     let log = w.output();
     if let Some(s) = secrets.iter().find(|s| log.contains(s.as_str())) {

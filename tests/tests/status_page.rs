@@ -107,6 +107,18 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     let errors = b.eval("return Number(document.querySelector('.card[data-connector=wh] .stats').dataset.errors)");
     assert!(errors.as_u64().is_some(), "the sink's error count is shown: {errors}");
 
+    // Restart the failed task from its row: the API takes the request (the access log shows
+    // it) and the task fails again (the database is still away).
+    let (code, body) = w.put("/admin/loggers/sluice_rest", &json!({"level": "DEBUG"}));
+    assert_eq!(code, 200, "{body}");
+    b.click(".card[data-connector=wh] details[data-section='Tasks'] summary");
+    b.click("button[data-action=restart-task][data-connector=wh][data-task='0']");
+    assert!(b.accept_dialog().contains("Restart wh task 0"));
+    w.eventually(Duration::from_secs(30), "the page's task restart in the access log", || {
+        sluice_tests::strip_ansi(&w.output()).lines().any(|l| l.contains("method=POST path=\"/connectors/wh/tasks/0/restart\" status=204"))
+    });
+    w.wait_for("/connectors/wh/status", Duration::from_secs(60), |_, b| b["tasks"][0]["state"] == "FAILED");
+
     // Pause and resume through the page; the API shows each.
     b.click("button[data-action=pause][data-connector=lines]");
     assert!(b.accept_dialog().contains("Pause lines"));
