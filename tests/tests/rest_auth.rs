@@ -33,8 +33,13 @@ fn jaas(dir: &Path) -> PathBuf {
 
 /// One request without the harness' credentials: (status, `WWW-Authenticate`, body).
 fn raw(w: &Worker, method: &str, path: &str, authorization: Option<&str>) -> (u16, Option<String>, String) {
+    raw_at(&w.url(""), method, path, authorization)
+}
+
+/// [`raw`] to `base` (`http://host:port`).
+fn raw_at(base: &str, method: &str, path: &str, authorization: Option<&str>) -> (u16, Option<String>, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut req = ureq::http::Request::builder().method(method).uri(w.url(path)).header("content-type", "application/json");
+    let mut req = ureq::http::Request::builder().method(method).uri(format!("{base}{path}")).header("content-type", "application/json");
     if let Some(a) = authorization {
         req = req.header("authorization", a);
     }
@@ -43,6 +48,17 @@ fn raw(w: &Worker, method: &str, path: &str, authorization: Option<&str>) -> (u1
     let mut resp = agent.run(req.body(body).unwrap()).expect("an answer");
     let challenge = resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
     (resp.status().as_u16(), challenge, resp.body_mut().read_to_string().unwrap_or_default())
+}
+
+/// An IPv4 address of this machine that is not loopback (the Docker bridge at least): requests
+/// to it come from a non-loopback address.
+fn outside_address() -> String {
+    let out = Command::new("hostname").arg("-I").output().expect("run hostname -I");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace()
+        .find(|a| a.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback()))
+        .unwrap_or_else(|| panic!("no non-loopback IPv4 address on this machine: {text}"))
+        .to_owned()
 }
 
 fn props(extra: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -57,9 +73,12 @@ fn basic_auth_configured_as_in_connect_guards_every_endpoint() {
     let jaas = jaas(dir.path());
     let input = dir.path().join("in.txt");
     std::fs::write(&input, "a\nb\n").unwrap();
+    // A second listener on a non-loopback address: what a client on the network reaches.
+    let outside = format!("http://{}:{}", outside_address(), sluice_tests::free_port());
+    let listeners = format!("http://127.0.0.1:{{port}},{outside}");
     let w = Worker::launch_with(
         &dir.path().join("w"),
-        Launch::Properties { props: props(&[]), connector_files: Vec::new() },
+        Launch::Properties { props: props(&[("listeners", &listeners)]), connector_files: Vec::new() },
         Extras {
             env: vec![("KAFKA_OPTS".to_owned(), format!("-Xmx512m -Djava.security.auth.login.config={} -Dx=1", jaas.display()))],
             authorization: Some(basic_auth("ops", PASSWORD)),
@@ -67,11 +86,11 @@ fn basic_auth_configured_as_in_connect_guards_every_endpoint() {
     );
 
     // Without credentials, with a wrong password, an unknown user or another scheme: 401,
-    // on every endpoint (health and metrics too, as in Connect). The first failure of an
-    // address in a minute is logged.
+    // on every endpoint (health and metrics too, as in Connect) for a client on the network.
+    // The first failure of an address in a minute is logged.
     assert_eq!(raw(&w, "GET", "/connectors", Some(&basic_auth("eve", PASSWORD))).0, 401, "an unknown user");
     for (method, path) in [("GET", "/"), ("GET", "/connectors"), ("GET", "/health"), ("GET", "/metrics"), ("POST", "/connectors")] {
-        let (code, challenge, body) = raw(&w, method, path, None);
+        let (code, challenge, body) = raw_at(&outside, method, path, None);
         assert_eq!((code, body.as_str()), (401, "User cannot access the resource."), "{method} {path} without credentials");
         assert_eq!(challenge.as_deref(), Some("Basic realm=\"Kafka Connect\""), "{method} {path}");
     }
@@ -89,6 +108,7 @@ fn basic_auth_configured_as_in_connect_guards_every_endpoint() {
     assert_eq!(code, 201, "{body}");
     w.wait_running("lines", 1);
     assert_eq!(w.get("/health").0, 200);
+    assert_eq!(raw(&w, "GET", "/health", None).0, 200, "/health from the worker's own machine needs no credentials");
     // The image's HEALTHCHECK (`sluice health`) reads the same users file as the worker.
     let opts = format!("-Djava.security.auth.login.config={}", jaas.display());
     let probe = |env: Option<&str>| {
@@ -111,10 +131,9 @@ fn basic_auth_configured_as_in_connect_guards_every_endpoint() {
     }
 
     let (healthy, out) = probe(None);
-    assert!(!healthy && out.contains("401"), "sluice health without credentials: {out}");
+    assert!(healthy, "sluice health on the worker's machine, with no credentials: {out}");
 
-    // After 10 failures within a minute (10 so far) the address is refused (429), valid
-    // credentials too.
+    // After 10 failures within a minute the address is refused (429), valid credentials too.
     let refused_after = (0..11).position(|_| raw(&w, "GET", "/", Some(&basic_auth("ops", "pw-guess"))).0 == 429);
     assert!(refused_after.is_some(), "failures went on being answered 401");
     let (code, _, body) = raw(&w, "GET", "/connectors", Some(&basic_auth("ops", PASSWORD)));

@@ -18,8 +18,9 @@
 //!   Role `admin` may do everything; role `read` may only read (`GET`, `HEAD`, and validating
 //!   a config), and any other request is 403.
 //!
-//! Every request needs credentials, as in Connect (`/health` and `/metrics` too; only the
-//! status page's HTML, `GET /ui`, which holds no data, is served without); a refused
+//! Every request needs credentials, as in Connect (`/health` and `/metrics` too), except the
+//! status page's HTML, `GET /ui`, which holds no data, and `GET /health` from a loopback
+//! address (the container's own health check); a refused
 //! one gets 401 with Connect's text, "User cannot access the resource.". Where sluice
 //! differs, on purpose:
 //! - `rest.extension.classes` naming anything else, or `rest.servlet.initializor.classes`
@@ -494,11 +495,13 @@ fn is_read(method: &Method, path: &str) -> bool {
 /// allows it); 401 otherwise, 403 for a read-only principal's write, 429 for an address that
 /// failed too often.
 pub async fn require(State(auth): State<Arc<RestAuth>>, mut req: Request, next: Next) -> Response {
-    // The status page holds no data (it reads the API with the user's credentials).
-    if matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path() == "/ui" {
+    let addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    // The status page holds no data (it reads the API with the user's credentials); `/health`
+    // asked from the worker's own machine is the container's health check (`sluice health`),
+    // which cannot hold a token.
+    if matches!(*req.method(), Method::GET | Method::HEAD) && (req.uri().path() == "/ui" || (req.uri().path() == "/health" && addr.is_loopback())) {
         return next.run(req).await;
     }
-    let addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     if let Some(wait) = auth.blocked(addr) {
         return ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
