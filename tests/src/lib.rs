@@ -69,6 +69,14 @@ pub struct Extras {
     pub authorization: Option<String>,
 }
 
+/// A new bearer token from `sluice rest-token NAME ROLE`: (the token, printed once on stdout;
+/// its line for the tokens file, on stderr).
+pub fn rest_token(name: &str, role: &str) -> (String, String) {
+    let (code, token, err) = Worker::cli(&["rest-token", name, role]);
+    assert_eq!(code, 0, "sluice rest-token {name} {role}: {err}");
+    (token.trim().to_owned(), err.lines().last().unwrap_or_default().trim().to_owned())
+}
+
 /// `Basic <base64(user:password)>`.
 pub fn basic_auth(user: &str, password: &str) -> String {
     use base64::Engine as _;
@@ -361,29 +369,36 @@ impl Worker {
     }
 }
 
-/// Starts `sluice standalone` on `props` and expects it to exit non-zero within 30 s; its output.
-pub fn refuses_to_start(dir: &Path, props: &str, env: &[(&str, &str)]) -> String {
+/// `sluice MODE DIR/worker.properties` with the properties `text`, expected to exit non-zero
+/// within `timeout`: its output (stdout, then stderr).
+pub fn failing_start(mode: &str, dir: &Path, text: &str, env: &[(&str, &str)], timeout: Duration) -> String {
     std::fs::create_dir_all(dir).unwrap();
     let file = dir.join("worker.properties");
-    let port = free_port();
-    std::fs::write(&file, format!("listeners=http://127.0.0.1:{port}\ndata.dir={}\n{props}", dir.join("data").display())).unwrap();
+    std::fs::write(&file, text).unwrap();
     let mut cmd = Command::new(binary());
-    cmd.arg("standalone").arg(&file).stdout(Stdio::piped()).stderr(Stdio::piped()).env_remove("KAFKA_OPTS");
+    cmd.arg(mode).arg(&file).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).env_remove("KAFKA_OPTS");
     for (k, v) in env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("run sluice");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + timeout;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the worker started on {props}");
+            panic!("the worker kept running on {text}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success(), "the worker exited cleanly on {props}");
+    assert!(!out.status.success(), "the worker exited cleanly on {text}");
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Starts `sluice standalone` on `props` (after a listener and `data.dir` of its own) and
+/// expects it to exit non-zero within 30 s; its output.
+pub fn refuses_to_start(dir: &Path, props: &str, env: &[(&str, &str)]) -> String {
+    let text = format!("listeners=http://127.0.0.1:{}\ndata.dir={}\n{props}", free_port(), dir.join("data").display());
+    failing_start("standalone", dir, &text, env, Duration::from_secs(30))
 }
 
 /// A whole HTTP answer, from [`Worker::call`].

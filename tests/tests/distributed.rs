@@ -366,32 +366,11 @@ fn wait_quiet(workers: &[Worker], quiet: Duration) {
 
 /// `sluice distributed` with these properties, expected to fail at start: its output.
 fn failing_start(dir: &std::path::Path, props: &[(String, String)]) -> String {
-    std::fs::create_dir_all(dir).unwrap();
     let mut text = format!("listeners=http://127.0.0.1:{}\n", sluice_tests::free_port());
     for (k, v) in props {
         text.push_str(&format!("{k}={v}\n"));
     }
-    let file = dir.join("worker.properties");
-    std::fs::write(&file, text).unwrap();
-    let mut child = std::process::Command::new(sluice_tests::binary())
-        .arg("distributed")
-        .arg(&file)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the worker kept running");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success());
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    sluice_tests::failing_start("distributed", dir, &text, &[], Duration::from_secs(60))
 }
 
 /// The internal topics are created with `*.storage.replication.factor`: on this one-broker

@@ -6,11 +6,12 @@
 //! worker configured with a REST extension sluice lacks does not start. Then our bearer
 //! tokens with their read and admin roles, and CORS as Connect configures it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sluice_tests::{basic_auth, binary, json, refuses_to_start, Extras, Json, KafkaBroker, Launch, Worker};
+use sluice_tests::{basic_auth, binary, json, refuses_to_start, rest_token, Extras, Json, KafkaBroker, Launch, Worker};
 
 const EXTENSION: &str = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension";
 const PASSWORD: &str = "pw-7f3a9c1e-ops";
@@ -38,16 +39,12 @@ fn raw(w: &Worker, method: &str, path: &str, authorization: Option<&str>) -> (u1
 
 /// [`raw`] to `base` (`http://host:port`).
 fn raw_at(base: &str, method: &str, path: &str, authorization: Option<&str>) -> (u16, Option<String>, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut req = ureq::http::Request::builder().method(method).uri(format!("{base}{path}")).header("content-type", "application/json");
-    if let Some(a) = authorization {
-        req = req.header("authorization", a);
-    }
+    let mut headers = vec![("content-type", "application/json")];
+    headers.extend(authorization.map(|a| ("authorization", a)));
     let body =
         if method == "POST" { json!({"name": "x", "config": {"connector.class": "FileStreamSource"}}).to_string() } else { String::new() };
-    let mut resp = agent.run(req.body(body).unwrap()).expect("an answer");
-    let challenge = resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    (resp.status().as_u16(), challenge, resp.body_mut().read_to_string().unwrap_or_default())
+    let (code, headers, body) = send_at(base, method, path, &headers, &body);
+    (code, headers.get("www-authenticate").cloned(), body)
 }
 
 /// An IPv4 address of this machine that is not loopback (the Docker bridge at least): requests
@@ -234,15 +231,14 @@ fn a_worker_whose_api_protection_cannot_be_had_does_not_start() {
 }
 
 /// One request with exactly these headers: (status, headers with lowercase names, body).
-fn send(
-    w: &Worker,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, std::collections::BTreeMap<String, String>, String) {
+fn send(w: &Worker, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, BTreeMap<String, String>, String) {
+    send_at(&w.url(""), method, path, headers, body)
+}
+
+/// [`send`] to `base` (`http://host:port`).
+fn send_at(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, BTreeMap<String, String>, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut req = ureq::http::Request::builder().method(method).uri(w.url(path));
+    let mut req = ureq::http::Request::builder().method(method).uri(format!("{base}{path}"));
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -255,14 +251,8 @@ fn send(
 fn bearer_tokens_carry_roles_and_a_browser_ui_gets_cors() {
     let dir = tempfile::tempdir().unwrap();
     // Tokens are made by the binary: the token on stdout (once), the file's line on stderr.
-    let make = |name: &str, role: &str| {
-        let (code, token, err) = Worker::cli(&["rest-token", name, role]);
-        assert_eq!(code, 0, "{err}");
-        let line = err.lines().last().unwrap().trim().to_owned();
-        (token.trim().to_owned(), line)
-    };
-    let (read_token, read_line) = make("dashboard", "read");
-    let (admin_token, admin_line) = make("ci", "admin");
+    let (read_token, read_line) = rest_token("dashboard", "read");
+    let (admin_token, admin_line) = rest_token("ci", "admin");
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("# REST API tokens\n{read_line}\n{admin_line}\n")).unwrap();
     let file = std::fs::read_to_string(&tokens).unwrap();

@@ -10,13 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sluice_tests::browser::{Browser, PrefixProxy};
-use sluice_tests::{json, Extras, Launch, Worker};
-
-fn token(name: &str, role: &str) -> (String, String) {
-    let (code, token, err) = Worker::cli(&["rest-token", name, role]);
-    assert_eq!(code, 0, "{err}");
-    (token.trim().to_owned(), err.lines().last().unwrap().trim().to_owned())
-}
+use sluice_tests::{json, rest_token, Extras, Launch, Worker};
 
 fn shots() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status-page");
@@ -33,8 +27,8 @@ fn order(b: &Browser) -> Vec<String> {
 #[test]
 fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
-    let (admin, admin_line) = token("ops", "admin");
-    let (viewer, viewer_line) = token("viewer", "read");
+    let (admin, admin_line) = rest_token("ops", "admin");
+    let (viewer, viewer_line) = rest_token("viewer", "read");
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{admin_line}\n{viewer_line}\n")).unwrap();
     // One connector is declared in a file of the connectors directory.

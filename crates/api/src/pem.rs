@@ -9,7 +9,7 @@
 //!
 //! Refused with a message that says how to convert the key: OpenSSL's traditional
 //! encrypted PEM (`Proc-Type: 4,ENCRYPTED`) and PKCS#8 with PBES1 (e.g. `PBE-MD5-DES`).
-//! Messages never show a password.
+//! Messages never show a password. [`encode`] and [`encode_key`] write PEM back.
 
 use std::path::Path;
 
@@ -17,6 +17,22 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::Secret;
+
+/// `der` as PEM under `label` (64-column lines, LF).
+pub fn encode(label: &str, der: &[u8]) -> Result<String, String> {
+    pkcs8::der::pem::encode_string(label, pkcs8::der::pem::LineEnding::LF, der).map_err(|e| e.to_string())
+}
+
+/// A private key as PEM, labelled by its kind (`PRIVATE KEY`, `RSA PRIVATE KEY` or
+/// `EC PRIVATE KEY`).
+pub fn encode_key(key: &PrivateKeyDer<'_>) -> Result<String, String> {
+    let label = match key {
+        PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+        PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+        _ => "PRIVATE KEY",
+    };
+    encode(label, key.secret_der())
+}
 
 /// Whether `bytes` hold PEM (else DER).
 pub fn is_pem(bytes: &[u8]) -> bool {

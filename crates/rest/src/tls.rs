@@ -28,7 +28,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
-use sluice_api::pem::{is_pem, parse_chain, parse_key};
+use sluice_api::pem::{encode_key, is_pem, parse_chain, parse_key};
 use sluice_api::{ConnectError, ConnectResult, Props, Secret};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -298,11 +298,12 @@ pub fn server_config(props: &Props, prefix: &'static str) -> ConnectResult<Arc<S
 /// trust fails with a certificate error instead of ureq's panic on its default roots (which
 /// this build does not carry).
 pub fn no_roots() -> ureq::tls::TlsConfig {
-    ureq::tls::TlsConfig::builder()
-        .provider(ureq::tls::TlsProvider::Rustls)
-        .unversioned_rustls_crypto_provider(provider())
-        .root_certs(ureq::tls::RootCerts::new_with_certs(&[]))
-        .build()
+    client_tls().root_certs(ureq::tls::RootCerts::new_with_certs(&[])).build()
+}
+
+/// ureq's TLS settings on rustls with the provider every TLS end uses.
+fn client_tls() -> ureq::tls::TlsConfigBuilder {
+    ureq::tls::TlsConfig::builder().provider(ureq::tls::TlsProvider::Rustls).unversioned_rustls_crypto_provider(provider())
 }
 
 /// How a follower reaches an `https://` leader: the truststore for the leader's
@@ -313,8 +314,7 @@ pub fn forwarding_tls(props: &Props) -> ConnectResult<Option<ureq::tls::TlsConfi
     if ssl.values.is_empty() {
         return Ok(None);
     }
-    let mut builder =
-        ureq::tls::TlsConfig::builder().provider(ureq::tls::TlsProvider::Rustls).unversioned_rustls_crypto_provider(provider());
+    let mut builder = client_tls();
     let trusted = match truststore(&ssl)? {
         Some(certs) => certs,
         None => {
@@ -330,14 +330,10 @@ pub fn forwarding_tls(props: &Props) -> ConnectResult<Option<ureq::tls::TlsConfi
     builder = builder.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted));
     if ssl.get("ssl.keystore.location").is_some() || ssl.get("ssl.keystore.key").is_some() {
         let (chain, key) = keystore(&ssl)?;
-        let label = match &key {
-            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
-            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
-            _ => "PRIVATE KEY",
-        };
         let chain: Vec<ureq::tls::Certificate<'static>> =
             chain.iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()).collect();
-        let key = ureq::tls::PrivateKey::from_pem(pem(label, key.secret_der()).as_bytes())
+        let pem = encode_key(&key).map_err(|e| ssl.error("ssl.keystore.location", e))?;
+        let key = ureq::tls::PrivateKey::from_pem(pem.as_bytes())
             .map_err(|e| ssl.error("ssl.keystore.location", format!("the key cannot be used as a client key: {e}")))?;
         builder = builder.client_cert(Some(ureq::tls::ClientCert::new_with_certs(&chain, key)));
     }
@@ -349,14 +345,6 @@ pub fn forwarding_tls(props: &Props) -> ConnectResult<Option<ureq::tls::TlsConfi
         ));
     }
     Ok(Some(builder.build()))
-}
-
-/// `der` as PEM with `label`.
-fn pem(label: &str, der: &[u8]) -> String {
-    use base64::Engine as _;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).expect("base64 is ASCII")).collect();
-    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
 }
 
 /// Accepts TCP connections and completes their TLS handshakes off the accept loop (a slow
@@ -431,11 +419,10 @@ mod tests {
         assert_eq!((ssl.get("ssl.keystore.location"), ssl.get("ssl.client.auth")), (Some("/a"), Some("required")));
         assert_eq!(ssl.name("ssl.keystore.location"), "ssl.keystore.location");
         // One prefixed key: the top-level ones are not read at all.
-        let ssl = SslValues::from_worker(&props(&[
-            ("ssl.keystore.location", "/a"),
-            ("ssl.client.auth", "required"),
-            ("listeners.https.ssl.keystore.location", "/b"),
-        ]), PREFIX);
+        let ssl = SslValues::from_worker(
+            &props(&[("ssl.keystore.location", "/a"), ("ssl.client.auth", "required"), ("listeners.https.ssl.keystore.location", "/b")]),
+            PREFIX,
+        );
         assert_eq!((ssl.get("ssl.keystore.location"), ssl.get("ssl.client.auth")), (Some("/b"), None));
         assert_eq!(ssl.name("ssl.keystore.location"), "listeners.https.ssl.keystore.location");
         // The admin listeners have their own prefix.
@@ -457,10 +444,10 @@ mod tests {
         assert!(e.contains("ssl.keystore.location"), "{e}");
         let e = err(&[("ssl.keystore.location", "/nonexistent/ks.p12")]);
         assert!(e.contains("ssl.keystore.location") && e.contains("/nonexistent/ks.p12"), "{e}");
-        let chosen = suites(&SslValues::from_worker(&props(&[(
-            "ssl.cipher.suites",
-            "TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        )]), PREFIX));
+        let chosen = suites(&SslValues::from_worker(
+            &props(&[("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384")]),
+            PREFIX,
+        ));
         assert_eq!(chosen.unwrap().cipher_suites.len(), 2);
     }
 }

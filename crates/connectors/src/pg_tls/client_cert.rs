@@ -8,11 +8,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use pkcs8::der::pem::LineEnding;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use rustls::{Error as TlsError, InconsistentKeys};
-use sluice_api::pem::{read_chain, read_key};
+use sluice_api::pem::{encode, encode_key, read_chain, read_key};
 use sluice_api::Secret;
 
 use super::KeyNames;
@@ -66,14 +65,9 @@ impl Identity {
     pub fn unnamed_pem_file(&self) -> std::io::Result<(std::fs::File, PathBuf)> {
         let mut pem = String::new();
         for cert in &self.chain {
-            pem.push_str(&encode("CERTIFICATE", cert.as_ref())?);
+            pem.push_str(&encode("CERTIFICATE", cert.as_ref()).map_err(std::io::Error::other)?);
         }
-        let label = match &self.key {
-            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
-            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
-            _ => "PRIVATE KEY",
-        };
-        pem.push_str(&encode(label, self.key.secret_der())?);
+        pem.push_str(&encode_key(&self.key).map_err(std::io::Error::other)?);
         // Created with mode 0600 and without a name (O_TMPFILE, or unlinked at once).
         let mut file = tempfile::tempfile()?;
         file.write_all(pem.as_bytes())?;
@@ -82,10 +76,6 @@ impl Identity {
         let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         Ok((file, path))
     }
-}
-
-fn encode(label: &str, der: &[u8]) -> std::io::Result<String> {
-    pkcs8::der::pem::encode_string(label, LineEnding::LF, der).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// What the replication library is told: the user's files when it reads them as they are,
