@@ -150,6 +150,19 @@ fn postgres_sigkill_during_snapshot_and_streaming_loses_nothing() {
     // (a position is confirmed only when every record before it is durable).
     eventually(Duration::from_secs(30), "confirmed_flush_lsn to reach the end of the writes", || confirmed_flush(&pg) >= end);
     assert!(confirmed_flush(&pg) > streaming_from);
+
+    // (c) SIGKILL just after changes that follow an idle spell: the stored offset is then the
+    // server's WAL end (an offset-only record: no change position, no `lsn_proc`), and the
+    // changes after it are streamed again after the restart.
+    w.eventually(Duration::from_secs(30), "an idle position stored as the offset", || {
+        stored_offset(&data).is_some_and(|o| o.get("lsn_proc").is_none() && o.get("snapshot").is_none())
+    });
+    pg.sql("INSERT INTO items (id, v, note) SELECT g, 1, 'after idle ' || g FROM generate_series(50000001, 50000300) g");
+    w.kill9();
+    w.restart();
+    w.wait_running("pg", 1);
+    let end = lsn(&pg, "pg_current_wal_lsn()");
+    eventually(Duration::from_secs(30), "confirmed_flush_lsn past the changes after the idle spell", || confirmed_flush(&pg) >= end);
     assert_eq!(w.get("/connectors/pg/status").1["tasks"][0]["state"], "RUNNING");
     w.terminate();
 
