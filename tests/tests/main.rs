@@ -6,6 +6,7 @@ mod cluster;
 mod connectors_dir;
 mod crash;
 mod cutover;
+mod disk_full;
 mod distributed;
 mod docker;
 mod errors;

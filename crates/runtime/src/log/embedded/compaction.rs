@@ -68,6 +68,12 @@ pub(super) fn compact(partition: &Partition) -> LogResult<Option<Compacted>> {
     if sealed.is_empty() || partition.compacted_through.load(Ordering::Acquire) == active.base {
         return Ok(None);
     }
+    // A segment sealed by a write group that is still going (or failing) holds records
+    // that are not visible yet and may be thrown away: wait for the next pass.
+    let end = partition.end();
+    if sealed.iter().any(|s| s.next_offset() > end) {
+        return Ok(None);
+    }
 
     // 1. The newest offset of each key.
     let mut newest: HashMap<Vec<u8>, i64> = HashMap::new();

@@ -262,6 +262,31 @@ impl Partition {
         write_lock(&self.segments).push(segment);
     }
 
+    /// Throws away whatever a failed write group wrote past the visible end: the segments
+    /// it rolled to are removed (files deleted) and the one holding the end is cut there,
+    /// so the next group writes the same offsets again and nothing unacknowledged can come
+    /// back at the next open.
+    pub(super) fn discard_unpublished(&self) -> LogResult<()> {
+        let end = self.end();
+        let dropped: Vec<Arc<Segment>> = {
+            let mut segments = write_lock(&self.segments);
+            let keep = segments.iter().rposition(|s| s.base < end).map_or(1, |i| i + 1);
+            segments.drain(keep..).collect()
+        };
+        for segment in &dropped {
+            match fs::remove_file(&segment.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&segment.path, e)),
+            }
+        }
+        self.active().cut(end)?;
+        if !dropped.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
     /// Replaces the consecutive segments `old` (still in place) with `new`.
     pub(super) fn replace_segments(&self, old: &[Arc<Segment>], new: Arc<Segment>) -> LogResult<()> {
         let mut segments = write_lock(&self.segments);

@@ -146,6 +146,33 @@ impl Segment {
         self.len.fetch_max(len, Ordering::AcqRel);
     }
 
+    /// Cuts the file before its first frame with an offset `>= end` (or a torn frame), and
+    /// makes the segment end there: what a failed write group left behind, none of it ever
+    /// visible. The readable length is set first, so a reader racing the cut stops at the
+    /// new end (see [`Segment::read_into`]).
+    pub(super) fn cut(&self, end: i64) -> LogResult<()> {
+        let file_len = self.file.metadata().map_err(|e| io_error(&self.path, e))?.len();
+        let from = self.position_for(end).min(self.len());
+        let mut reader = FrameReader::new(&self.file, &self.path, from, file_len, false, SCAN_CHUNK);
+        let cut = loop {
+            match reader.next() {
+                Ok(Some((pos, bytes))) if frame::frame_offset(bytes) >= end => break pos,
+                Ok(Some(_)) => {}
+                Ok(None) => break file_len,
+                Err(FrameError::Corrupt { pos, .. }) => break pos,
+                Err(FrameError::Io(e)) => return Err(e),
+            }
+        };
+        self.len.fetch_min(cut, Ordering::AcqRel);
+        self.next_offset.store(end.max(self.base), Ordering::Release);
+        write_lock(&self.index).retain(|e| e.pos < cut);
+        if cut < file_len {
+            self.file.set_len(cut).map_err(|e| io_error(&self.path, e))?;
+            self.file.sync_all().map_err(|e| io_error(&self.path, e))?;
+        }
+        Ok(())
+    }
+
     /// Adds what a scan of the bytes after `len()` found (read-only logs following a writer).
     pub(super) fn extend(&self, scan: ScanResult) {
         write_lock(&self.index).extend(scan.index);
@@ -174,6 +201,9 @@ impl Segment {
             let (pos, bytes) = match reader.next() {
                 Ok(Some(f)) => f,
                 Ok(None) => return Ok(false),
+                // Cut by a failed write group after `limit` was read: nothing at or after
+                // the new end was ever visible.
+                Err(FrameError::Corrupt { pos, .. }) if pos >= self.len() => return Ok(true),
                 Err(e) => return Err(e.into_log_error(&self.path)),
             };
             let offset = frame::frame_offset(bytes);

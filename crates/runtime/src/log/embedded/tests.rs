@@ -901,3 +901,86 @@ fn new_topic_settings_the_embedded_log_applies() {
         assert!(err.contains(k) && err.contains("topic t"), "{err}");
     }
 }
+
+/// Sets the soft limit on the size of any file this process writes (`RLIMIT_FSIZE`, through
+/// util-linux's `prlimit`): writes past it fail with EFBIG, a stand-in for a full disk that
+/// needs no mount (the worker-level test uses a real full filesystem). `_sigxfsz`, a handler
+/// for SIGXFSZ, keeps the signal from ending the process, so the write fails instead.
+/// nextest runs each test in a process of its own.
+fn limit_file_size(bytes: Option<u64>, _sigxfsz: &tokio::signal::unix::Signal) {
+    let soft = bytes.map_or("unlimited".to_owned(), |b| b.to_string());
+    let status = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(std::process::id().to_string())
+        .arg(format!("--fsize={soft}:"))
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(status.success(), "prlimit --fsize={soft}");
+}
+
+/// A disk that fills. The groups that do not fit fail with the OS error and leave nothing
+/// behind (also one that had rolled to a new segment first); nothing acknowledged is lost;
+/// the log keeps taking what fits, without a reopen, at the offsets the failed groups did
+/// not get; once there is room again it goes on; and a reopen shows exactly the
+/// acknowledged records.
+#[tokio::test]
+async fn a_full_disk_fails_the_groups_that_do_not_fit_and_the_log_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = EmbeddedOptions { segment_bytes: 64 << 10, ..opts() };
+    let t = tp("t", 0);
+    let mut acked: Vec<(i64, String)> = Vec::new();
+    let value = |tag: &str, n: usize| format!("{tag}-{}", "x".repeat(n));
+    let sigxfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(25)).unwrap();
+    {
+        let log = EmbeddedLog::open(dir.path(), options.clone()).unwrap();
+        log.ensure_topic("t", TopicConfig::new(1)).await.unwrap();
+        for i in 0..10 {
+            let v = value(&format!("a{i}"), 1000);
+            let offsets = log.append(vec![produce("t", 0, rec(None, Some(&v)))]).await.unwrap();
+            acked.push((offsets[0], v));
+        }
+        let used = log.inner.partition(&t).unwrap().active().len();
+        assert!(used > 10_000 && used < 20_000, "{used}");
+        limit_file_size(Some(used + 3000), &sigxfsz);
+
+        // A group of 8 kB: partly written, then EFBIG.
+        let group: Vec<Produce> = (0..8).map(|i| produce("t", 0, rec(None, Some(&value(&format!("lost{i}"), 1000))))).collect();
+        let err = log.append(group).await.unwrap_err();
+        match &err {
+            LogError::Io { source, .. } => assert!(source.to_string().contains("File too large"), "{source}"),
+            other => panic!("expected an i/o error, got {other:?}"),
+        }
+        assert_eq!(log.offsets(&t).await.unwrap(), (0, 10));
+        assert_eq!(std::fs::metadata(&segment_files(dir.path(), "t", 0)[0]).unwrap().len(), used, "the torn group is cut away");
+
+        // What still fits goes in at once, at the offset the failed group did not get.
+        let v = value("fits", 1000);
+        assert_eq!(log.append(vec![produce("t", 0, rec(None, Some(&v)))]).await.unwrap(), vec![10]);
+        acked.push((10, v));
+
+        // A record larger than a segment: the writer rolls to a new segment first, then
+        // cannot write it there either. The new segment goes away again.
+        let big = value("big", 70 << 10);
+        let err = log.append(vec![produce("t", 0, rec(None, Some(&big)))]).await.unwrap_err();
+        assert!(matches!(err, LogError::Io { .. }), "{err:?}");
+        assert_eq!(segment_files(dir.path(), "t", 0).len(), 1);
+        assert_eq!(log.offsets(&t).await.unwrap(), (0, 11));
+
+        // Room again: appends go on, a roll included.
+        limit_file_size(None, &sigxfsz);
+        for i in 0..8 {
+            let v = value(&format!("b{i}"), 1000);
+            let offsets = log.append(vec![produce("t", 0, rec(None, Some(&v)))]).await.unwrap();
+            acked.push((offsets[0], v));
+        }
+        let offsets = log.append(vec![produce("t", 0, rec(None, Some(&big)))]).await.unwrap();
+        acked.push((offsets[0], big.clone()));
+        assert_eq!(segment_files(dir.path(), "t", 0).len(), 2);
+        let read: Vec<(i64, String)> = read_all(&log, &t, 0).await.iter().map(|r| (r.offset, value_of(r))).collect();
+        assert_eq!(read, acked);
+    }
+    let log = EmbeddedLog::open(dir.path(), options).unwrap();
+    let read: Vec<(i64, String)> = read_all(&log, &t, 0).await.iter().map(|r| (r.offset, value_of(r))).collect();
+    assert_eq!(read.len(), 20);
+    assert_eq!(read, acked, "after a reopen: exactly the acknowledged records, offsets 0..20");
+}

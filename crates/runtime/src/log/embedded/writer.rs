@@ -44,8 +44,9 @@ pub(super) struct Batch {
     reply: Reply,
 }
 
-/// A write or fsync that failed: every later append fails with it, because what reached
-/// the disk is no longer known (reopening the log recovers).
+/// An fsync that failed: every later append fails with it, because what reached the disk
+/// is no longer known (the kernel may have dropped the unwritten pages; reopening the log
+/// recovers). A failed write is not one of these: see [`GroupError`].
 #[derive(Clone)]
 pub(super) struct Failure {
     path: String,
@@ -59,6 +60,11 @@ impl Failure {
             LogError::Io { path, source } => Self { path: path.clone(), kind: source.kind(), message: source.to_string() },
             other => Self { path: String::new(), kind: io::ErrorKind::Other, message: other.to_string() },
         }
+    }
+
+    /// The error itself, once per caller.
+    fn same_error(&self) -> LogError {
+        LogError::Io { path: self.path.clone(), source: io::Error::new(self.kind, self.message.clone()) }
     }
 
     fn to_error(&self) -> LogError {
@@ -176,6 +182,22 @@ impl Queue {
         let mut batches: Vec<Batch> = state.admitted.drain(..).collect();
         batches.extend(state.overflow.drain(..));
         batches
+    }
+}
+
+/// Why a write group failed.
+enum GroupError {
+    /// Writing (or creating a segment) failed, as when the disk is full: the bytes written
+    /// are known, so they are thrown away and later groups go on (see
+    /// [`Partition::discard_unpublished`]).
+    Write(LogError),
+    /// An fsync failed, or the writer's state is broken: the log refuses appends.
+    Fatal(LogError),
+}
+
+impl From<LogError> for GroupError {
+    fn from(e: LogError) -> Self {
+        GroupError::Write(e)
     }
 }
 
@@ -298,15 +320,15 @@ impl PartitionWriter {
 
     /// Seals the active segment (written and synced whatever the policy, so that recovery
     /// only ever repairs the last segment) and starts a new one at the next offset.
-    fn roll(&mut self, window: u64) -> LogResult<()> {
+    fn roll(&mut self, window: u64) -> Result<(), GroupError> {
         self.flush()?;
-        self.active.file.sync_data().map_err(|e| io_error(&self.active.path, e))?;
+        self.active.file.sync_data().map_err(|e| GroupError::Fatal(io_error(&self.active.path, e)))?;
         self.cache.rolled(Arc::clone(&self.active), self.written, window, &mut drop_cache);
         self.active.publish(self.written, self.next_offset, self.max_timestamp);
         let segment = Arc::new(Segment::create(&self.partition.dir, self.next_offset)?);
-        sync_dir(&self.partition.dir)?;
-        tracing::debug!(tp = %self.partition.tp, base = self.next_offset, "rolled to a new segment");
         self.partition.push_segment(Arc::clone(&segment));
+        sync_dir(&self.partition.dir).map_err(GroupError::Fatal)?;
+        tracing::debug!(tp = %self.partition.tp, base = self.next_offset, "rolled to a new segment");
         self.active = segment;
         self.written = 0;
         self.max_timestamp = i64::MIN;
@@ -315,7 +337,7 @@ impl PartitionWriter {
         Ok(())
     }
 
-    fn append(&mut self, record: &LogRecord, frame_len: usize, index_interval: u64, cache_window: u64) -> LogResult<i64> {
+    fn append(&mut self, record: &LogRecord, frame_len: usize, index_interval: u64, cache_window: u64) -> Result<i64, GroupError> {
         let segment_len = self.written + self.buf.len() as u64;
         if segment_len > 0 && segment_len + frame_len as u64 > self.partition.settings.segment_bytes {
             self.roll(cache_window)?;
@@ -443,24 +465,56 @@ impl Writer {
 
     fn process(&mut self, mut batches: VecDeque<Batch>) {
         let mut replies = Vec::with_capacity(batches.len());
-        match self.write_group(&mut batches, &mut replies) {
-            Ok(()) => {
-                for (reply, result) in replies {
-                    // The caller may have dropped its future: the records are written anyway.
-                    let _ = reply.send(result);
-                }
+        let result = self.write_group(&mut batches, &mut replies);
+        if let Ok(()) = result {
+            for (reply, result) in replies {
+                // The caller may have dropped its future: the records are written anyway.
+                let _ = reply.send(result);
             }
-            Err(e) => {
-                let mut all: Vec<Reply> = replies.into_iter().map(|(reply, _)| reply).collect();
-                all.extend(batches.into_iter().map(|b| b.reply));
-                self.fail_all(&e, all);
-            }
+            return;
         }
+        let mut all: Vec<Reply> = replies.into_iter().map(|(reply, _)| reply).collect();
+        all.extend(batches.into_iter().map(|b| b.reply));
+        match result {
+            Err(GroupError::Write(e)) => match self.discard_group() {
+                Ok(()) => {
+                    let failure = Failure::from_error(&e);
+                    tracing::error!(
+                        error = %e,
+                        reason = %failure.message,
+                        "log write failed; the group's records were thrown away and their appends fail"
+                    );
+                    for reply in all {
+                        let _ = reply.send(Err(failure.same_error()));
+                    }
+                }
+                Err(discard) => {
+                    tracing::error!(error = %e, "log write failed");
+                    self.fail_all(&discard, all);
+                }
+            },
+            Err(GroupError::Fatal(e)) => self.fail_all(&e, all),
+            Ok(()) => {}
+        }
+    }
+
+    /// After a failed write: every partition the group touched goes back to its visible
+    /// end, on disk and in the writer.
+    fn discard_group(&mut self) -> LogResult<()> {
+        for uid in std::mem::take(&mut self.touched) {
+            let Some(pw) = self.partitions.remove(&uid) else { continue };
+            pw.partition.discard_unpublished()?;
+            let mut fresh = PartitionWriter::new(Arc::clone(&pw.partition));
+            // Earlier groups' bytes may still wait for their fsync (`Interval`).
+            fresh.dirty = true;
+            self.partitions.insert(uid, fresh);
+        }
+        Ok(())
     }
 
     /// Writes a group; on error the batches not yet answered are those left in `batches`
     /// plus those in `replies`.
-    fn write_group(&mut self, batches: &mut VecDeque<Batch>, replies: &mut Vec<(Reply, LogResult<Vec<i64>>)>) -> LogResult<()> {
+    fn write_group(&mut self, batches: &mut VecDeque<Batch>, replies: &mut Vec<(Reply, LogResult<Vec<i64>>)>) -> Result<(), GroupError> {
         let index_interval = self.inner.options.index_interval_bytes;
         self.touched.clear();
         while let Some(batch) = batches.front() {
@@ -474,7 +528,7 @@ impl Writer {
             for (i, p) in batch.records.iter().enumerate() {
                 let (uid, frame_len) = self.resolved[i];
                 let Some(pw) = self.partitions.get_mut(&uid) else {
-                    return Err(LogError::Invalid("log writer lost a partition".into()));
+                    return Err(GroupError::Fatal(LogError::Invalid("log writer lost a partition".into())));
                 };
                 if !pw.touched {
                     pw.touched = true;
@@ -503,7 +557,7 @@ impl Writer {
             for uid in &self.touched {
                 if let Some(pw) = self.partitions.get_mut(uid) {
                     if pw.dirty {
-                        self.inner.timed_sync(&pw.active.file, &pw.active.path)?;
+                        self.inner.timed_sync(&pw.active.file, &pw.active.path).map_err(GroupError::Fatal)?;
                         pw.synced(self.inner.options.cache_bytes);
                     }
                 }
@@ -521,12 +575,12 @@ impl Writer {
         Ok(())
     }
 
-    /// After a failed write or fsync: fail this group and everything queued, and refuse
-    /// later appends. Records of failed batches may have reached the disk; they were never
+    /// After a failed fsync: fail this group and everything queued, and refuse later
+    /// appends. Records of failed batches may have reached the disk; they were never
     /// acknowledged, so reopening may show them (at-least-once).
     fn fail_all(&mut self, e: &LogError, replies: Vec<Reply>) {
-        tracing::error!(error = %e, "log write failed; the log stops accepting appends until reopened");
         let failure = Failure::from_error(e);
+        tracing::error!(error = %e, reason = %failure.message, "log write failed; the log stops accepting appends until reopened");
         for reply in replies {
             let _ = reply.send(Err(failure.to_error()));
         }
