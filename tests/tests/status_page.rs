@@ -98,6 +98,14 @@ fn the_status_page_shows_the_fleet_and_acts_through_the_api() {
     let mut f = std::fs::OpenOptions::new().append(true).open(&input).unwrap();
     f.write_all((2..=6).map(|i| format!("{{\"id\": {i}}}\n")).collect::<String>().as_bytes()).unwrap();
     b.wait_text(Duration::from_secs(20), "five more records in", |_| polled(&b).is_some_and(|n| n >= before + 5));
+    // Per task too: the source's one task counts the same records, with its rate.
+    let task_polled = |b: &Browser| {
+        b.eval("return Number(document.querySelector('.card[data-connector=lines] tr[data-task=\"0\"] [data-task-records-in]').dataset.taskRecordsIn)")
+            .as_u64()
+    };
+    b.wait_text(Duration::from_secs(10), "the task's count", |_| task_polled(&b).is_some_and(|n| n >= before + 5));
+    let row = b.eval("return document.querySelector('.card[data-connector=lines] tr[data-task=\"0\"]').textContent");
+    assert!(row.as_str().is_some_and(|r| r.contains("/s) · out ")), "the task row shows records in and out with rates: {row}");
     let errors = b.eval("return Number(document.querySelector('.card[data-connector=wh] .stats').dataset.errors)");
     assert!(errors.as_u64().is_some(), "the sink's error count is shown: {errors}");
 
