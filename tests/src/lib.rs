@@ -17,6 +17,7 @@ pub use serde_json::{json, Value as Json};
 pub mod browser;
 pub mod containers;
 pub mod fault_proxy;
+pub mod java_connect;
 pub use fault_proxy::{Fault, FaultProxy};
 
 /// The sluice binary under test.
@@ -109,7 +110,8 @@ impl Worker {
             });
         }
         let agent: ureq::Agent = config.build().into();
-        let mut w = Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent, env: extras.env };
+        let mut w =
+            Worker { child: None, port: free_port(), dir: dir.to_path_buf(), launch, output: Arc::default(), agent, env: extras.env };
         w.spawn();
         w
     }
@@ -268,9 +270,15 @@ impl Worker {
     /// Any method, optional `Content-Type` and body; the answer with its headers (for
     /// `Location`, or for requests the helpers above cannot make).
     pub fn call(&self, method: &str, path: &str, content_type: Option<&str>, body: &str) -> Reply {
+        let headers: Vec<(&str, &str)> = content_type.map(|ct| ("Content-Type", ct)).into_iter().collect();
+        self.call_with(method, path, &headers, body)
+    }
+
+    /// [`Worker::call`] with any request headers.
+    pub fn call_with(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
         let mut req = ureq::http::Request::builder().method(method).uri(self.url(path));
-        if let Some(ct) = content_type {
-            req = req.header("Content-Type", ct);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         let req = req.body(body.to_owned()).expect("a valid request");
         let mut resp = self.agent.run(req).expect("HTTP request to sluice failed");
@@ -301,7 +309,10 @@ impl Worker {
             if Instant::now() >= deadline {
                 let log = strip_ansi(&self.output());
                 let lines: Vec<&str> = log.lines().collect();
-                panic!("timed out after {timeout:?} waiting for {what}; the worker's last lines:\n{}", lines[lines.len().saturating_sub(60)..].join("\n"));
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}; the worker's last lines:\n{}",
+                    lines[lines.len().saturating_sub(60)..].join("\n")
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -751,8 +762,13 @@ while len(done) < len(parts):
     out.append(eval(pick, {"key": load(m.key()), "value": load(m.value())}))
 print(json.dumps(out))
 "#;
-    let out =
-        Command::new(kafka_python()).arg("-I").arg("-c").arg(script).args([bootstrap, topic, isolation, pick]).output().expect("run python");
+    let out = Command::new(kafka_python())
+        .arg("-I")
+        .arg("-c")
+        .arg(script)
+        .args([bootstrap, topic, isolation, pick])
+        .output()
+        .expect("run python");
     assert!(out.status.success(), "the check consumer failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("the check consumer's JSON")
 }

@@ -127,7 +127,11 @@ fn three_members_share_and_rebalance_when_one_leaves(protocol: &str) {
         assert!(a.iter().all(|x| &x.leader_url == leader_url && x.leader == a[0].leader), "{a:?}");
         assert!(workers.iter().any(|w| &w.url == leader_url), "the leader URL is a member's URL: {leader_url}");
         assert!(a.iter().all(|x| x.tasks.len() + x.connectors.len() >= 1), "spread over three members: {a:?}");
-        let expected_version = if protocol == "eager" { 0 } else { 1 };
+        let expected_version = match protocol {
+            "eager" => 0,
+            "compatible" => 1,
+            _ => 2,
+        };
         assert!(a.iter().all(|x| x.version == expected_version), "{protocol} joins with version {expected_version}: {a:?}");
         let mut all: Vec<String> =
             a.iter().flat_map(|x| x.tasks.iter().map(|t| format!("{}-{}", t.connector, t.task)).chain(x.connectors.clone())).collect();

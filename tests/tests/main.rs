@@ -19,6 +19,7 @@ mod kafka;
 mod kafka_overrides;
 mod kafka_security;
 mod metrics;
+mod mixed_cluster;
 mod pg_s3;
 mod pipeline;
 mod postgres;

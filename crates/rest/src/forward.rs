@@ -41,6 +41,13 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
     // The leader authenticates the client as this worker did (Connect's RestClient forwards
     // the header too).
     let authorization = req.headers().get("authorization").cloned();
+    // Internal requests keep their signature: the body goes on byte for byte, so the leader
+    // checks it against the same session key.
+    let signed: Vec<(&'static str, axum::http::HeaderValue)> =
+        [sluice_runtime::herder::session::SIGNATURE_HEADER, sluice_runtime::herder::session::SIGNATURE_ALGORITHM_HEADER]
+            .into_iter()
+            .filter_map(|h| req.headers().get(h).map(|v| (h, v.clone())))
+            .collect();
     let body = match axum::body::to_bytes(req.into_body(), MAX_BODY).await {
         Ok(b) => b,
         Err(_) => return ApiError::bad_request("request body too large to forward").into_response(),
@@ -59,10 +66,13 @@ pub async fn writes_to_leader(State(state): State<RestState>, req: Request, next
             Some(ct) => request.header("content-type", ct),
             None => request,
         };
-        let request = match authorization {
+        let mut request = match authorization {
             Some(a) => request.header("authorization", a),
             None => request,
         };
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
         let request = request.body(body.to_vec()).map_err(ureq::Error::from)?;
         let mut response = agent.run(request)?;
         let ct = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);

@@ -111,10 +111,11 @@ async fn run(mode: Mode, args: Args, loggers: sluice_runtime::logging::LogLevels
     let (log, cluster_id) = open_log(mode, &worker).await?;
 
     let plugins = Arc::new(Plugins::new(sluice_connectors::connectors()));
+    let signing = group.as_ref().map(|g| g.signing.clone()).unwrap_or_default();
     let member = group.map(GroupMember::new);
     let url = worker.advertised_url();
     let (herder, snapshot) = match &member {
-        Some(m) => StandaloneHerder::open_member(worker.clone(), log.clone(), plugins, Cluster::new(url.clone(), m.rejoin_handle())).await,
+        Some(m) => StandaloneHerder::open_member(worker.clone(), log.clone(), plugins, Cluster::new(url.clone(), m.rejoin_handle(), signing)).await,
         None => StandaloneHerder::open(worker.clone(), log.clone(), plugins).await,
     }
     .context("cannot read the internal topics")?;

@@ -161,6 +161,12 @@ pub enum HerderError {
     /// 400: invalid input; the message names the offending key.
     #[error("{0}")]
     BadRequest(String),
+    /// 403: a signed internal request whose signature does not match.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 503: not able to answer yet (no session key read).
+    #[error("{0}")]
+    Unavailable(String),
     /// 500.
     #[error("{0}")]
     Internal(String),
@@ -172,6 +178,8 @@ impl HerderError {
             Self::NotFound(_) => 404,
             Self::Conflict(_) => 409,
             Self::BadRequest(_) => 400,
+            Self::Forbidden(_) => 403,
+            Self::Unavailable(_) => 503,
             Self::Internal(_) => 500,
         }
     }
@@ -319,6 +327,21 @@ pub trait Herder: Send + Sync + 'static {
 
     /// Validates a connector config (`connector.class` must name the plugin).
     async fn validate(&self, props: &Props) -> HerderResult<ConfigInfos>;
+
+    /// Kafka Connect's internal `POST /connectors/{name}/tasks`: the task configs the
+    /// worker running the connector generated (`body`, a JSON list of string maps), for the
+    /// leader to write; signed when the group is sessioned ([`session`]).
+    async fn put_task_configs_internal(&self, name: &str, body: &[u8], signature: Option<session::InternalSignature>) -> HerderResult<()> {
+        let _ = (name, body, signature);
+        Err(HerderError::BadRequest("Kafka Connect in standalone mode does not support externally setting task configurations.".into()))
+    }
+
+    /// Kafka Connect's internal `PUT /connectors/{name}/fence` (exactly-once source
+    /// support): the leader fences the connector's earlier task generations.
+    async fn fence_zombies_internal(&self, name: &str, body: &[u8], signature: Option<session::InternalSignature>) -> HerderResult<()> {
+        let _ = (name, body, signature);
+        Err(HerderError::BadRequest("Kafka Connect in standalone mode does not support fencing zombie source tasks.".into()))
+    }
 }
 
 /// A set of connectors and tasks (Connect's `ConnectorsAndTasks`).
@@ -363,6 +386,7 @@ impl Units {
 
 #[cfg(feature = "kafka")]
 pub mod group;
+pub mod session;
 pub mod standalone;
 mod task_configs;
 pub mod validate;

@@ -1021,6 +1021,20 @@ impl Herder for StandaloneHerder {
         }
         Ok(infos)
     }
+
+    async fn put_task_configs_internal(&self, name: &str, body: &[u8], signature: Option<session::InternalSignature>) -> HerderResult<()> {
+        if self.cluster.is_none() {
+            return Err(HerderError::BadRequest("Kafka Connect in standalone mode does not support externally setting task configurations.".into()));
+        }
+        self.put_task_configs_from_worker(name, body, signature.as_ref()).await
+    }
+
+    async fn fence_zombies_internal(&self, name: &str, body: &[u8], signature: Option<session::InternalSignature>) -> HerderResult<()> {
+        if self.cluster.is_none() {
+            return Err(HerderError::BadRequest("Kafka Connect in standalone mode does not support fencing zombie source tasks.".into()));
+        }
+        self.fence_zombies_from_worker(name, body, signature.as_ref()).await
+    }
 }
 /// FAILED, or RESTARTING while an automatic restart is waited for: what `onlyFailed`
 /// restarts pick.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{json, Value as Json};
 use sluice_api::{Props, TopicPartition};
 
+use crate::herder::session::{SessionKey, SESSION_KEY_RECORD};
 use crate::herder::TargetState;
 use crate::log::{Log, LogResult, TopicConfig};
 
@@ -26,6 +27,8 @@ pub struct ConfigSnapshot {
     /// reader last took them, in order. Those written before this worker started are not
     /// applied, as in Connect.
     pub logger_levels: Vec<(String, String)>,
+    /// The newest session key (`session-key` record) signed inter-worker requests use.
+    pub session_key: Option<SessionKey>,
 }
 
 /// Key prefix of Connect's cluster-wide logger level records.
@@ -39,6 +42,8 @@ pub struct ConfigStore {
     topic: String,
     /// Where [`ConfigStore::catch_up`] reads next, and task configs awaiting their commit.
     tail: std::sync::Mutex<(i64, Pending)>,
+    /// Whether any record was read (Connect's config offset stays -1 until one is).
+    read_any: std::sync::atomic::AtomicBool,
 }
 
 impl ConfigStore {
@@ -48,6 +53,7 @@ impl ConfigStore {
         let mut snapshot = ConfigSnapshot::default();
         let mut pending: BTreeMap<String, BTreeMap<u32, Props>> = BTreeMap::new();
         let mut next = log.offsets(&TopicPartition::new(topic, 0)).await?.0;
+        let read_any = !records.is_empty();
         for r in records {
             next = r.offset + 1;
             let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
@@ -57,13 +63,18 @@ impl ConfigStore {
         for (namespace, level) in snapshot.logger_levels.drain(..) {
             tracing::trace!(namespace, level, "not applying a cluster log level written before this worker started");
         }
-        Ok((Self { log, topic: topic.to_owned(), tail: std::sync::Mutex::new((next, pending)) }, snapshot))
+        let store = Self { log, topic: topic.to_owned(), tail: std::sync::Mutex::new((next, pending)), read_any: read_any.into() };
+        Ok((store, snapshot))
     }
 
-    /// The offset of the last config record read (-1 when none): the `config_offset` a
-    /// worker joins its group with.
+    /// The offset after the last config record read (-1 before any was read): the
+    /// `config_offset` a worker joins its group with, as Connect's config store counts it
+    /// (a Java worker that has read the same records reports the same number).
     pub fn position(&self) -> i64 {
-        self.tail.lock().expect("config tail lock").0 - 1
+        if !self.read_any.load(std::sync::atomic::Ordering::Acquire) {
+            return -1;
+        }
+        self.tail.lock().expect("config tail lock").0
     }
 
     /// Applies what other writers (and this one) appended since the last read to
@@ -80,6 +91,7 @@ impl ConfigStore {
             let batch = self.log.read(&tp, next, 1 << 20, std::time::Duration::ZERO).await?;
             let Some(last) = batch.last() else { break };
             next = last.offset + 1;
+            self.read_any.store(true, std::sync::atomic::Ordering::Release);
             for r in batch {
                 let Some(key) = r.record.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()) else { continue };
                 let value: Option<Json> = r.record.value.as_deref().and_then(|v| serde_json::from_slice(v).ok());
@@ -116,6 +128,16 @@ impl ConfigStore {
         self.write(vec![(format!("{LOGGER_CLUSTER_PREFIX}{namespace}"), Some(json!({ "level": level })))]).await
     }
 
+    /// Leader of a sessioned group: the key every worker signs internal requests with.
+    pub async fn put_session_key(&self, key: &SessionKey) -> LogResult<()> {
+        self.write(vec![(SESSION_KEY_RECORD.to_owned(), Some(key.to_json()))]).await
+    }
+
+    /// Connect's `task-count-record-<name>`: the task count fenced for (exactly-once source).
+    pub async fn put_task_count(&self, name: &str, count: u32) -> LogResult<()> {
+        self.write(vec![(format!("task-count-record-{name}"), Some(json!({ "task-count": count })))]).await
+    }
+
     /// Tombstones for the connector's config and target state.
     pub async fn remove_connector(&self, name: &str) -> LogResult<()> {
         self.write(vec![(format!("connector-{name}"), None), (format!("target-state-{name}"), None)]).await
@@ -147,7 +169,12 @@ fn properties(v: &Json) -> Option<Props> {
 }
 
 fn apply(snapshot: &mut ConfigSnapshot, pending: &mut BTreeMap<String, BTreeMap<u32, Props>>, key: &str, value: Option<Json>) {
-    if let Some(name) = key.strip_prefix("connector-") {
+    if key == SESSION_KEY_RECORD {
+        match value.as_ref().and_then(SessionKey::from_json) {
+            Some(k) => snapshot.session_key = Some(k),
+            None => tracing::error!("ignoring a session key record without a base64 'key', an 'algorithm' and a 'creation-timestamp'"),
+        }
+    } else if let Some(name) = key.strip_prefix("connector-") {
         match value.as_ref().and_then(properties) {
             Some(config) => {
                 snapshot.connectors.entry(name.to_owned()).and_modify(|c| c.config = config.clone()).or_insert(ConnectorConfigState {
@@ -224,6 +251,22 @@ mod tests {
         apply(&mut snap, &mut pending, "logger-cluster-x", Some(json!({"level": 3})));
         assert_eq!(snap.logger_levels, vec![("org.apache.kafka.connect".to_owned(), "DEBUG".to_owned())]);
         assert!(snap.connectors.is_empty());
+    }
+
+    /// The session key as Kafka Connect 4.3 writes it (recorded), read; written back with
+    /// the same fields and values.
+    #[test]
+    fn session_key_records_match_connect() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/connect/request-signatures.json");
+        let cases: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let stored = &cases[0]["session_key"];
+        let mut snap = ConfigSnapshot::default();
+        apply(&mut snap, &mut BTreeMap::new(), "session-key", Some(stored.clone()));
+        let key = snap.session_key.clone().expect("read");
+        assert_eq!((key.algorithm.as_str(), key.created_ms, key.key.len()), ("HmacSHA256", 1764800000000, 32));
+        assert_eq!(key.to_json().to_string(), stored.to_string());
+        apply(&mut snap, &mut BTreeMap::new(), "session-key", Some(json!({"key": 1})));
+        assert_eq!(snap.session_key, Some(key), "a malformed record is ignored");
     }
 
     #[test]

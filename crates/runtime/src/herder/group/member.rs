@@ -135,14 +135,7 @@ impl GroupMember {
 
     /// Runs until `shutdown`; leaves the group on the way out.
     pub async fn run(self, worker: Arc<dyn GroupWorker>, shutdown: CancellationToken) {
-        let protocol = self.settings.joining_protocol();
-        if self.settings.protocol != protocol {
-            tracing::info!(
-                connect.protocol = self.settings.protocol.name(),
-                joins_as = protocol.name(),
-                "inter-worker requests are not signed; joining with the incremental cooperative protocol without sessions"
-            );
-        }
+        let protocol = self.settings.protocol;
         let mut m = Membership {
             member_id: String::new(),
             held: None,
@@ -237,11 +230,8 @@ impl GroupMember {
         }
         let group = GroupId(StrBytes::from_string(s.group_id.clone()));
         let state = WorkerState { assignment: m.held.clone(), ..worker.worker_state().await };
-        // In order of preference; a cooperative worker also offers the eager protocol.
-        let offered: Vec<ConnectProtocol> = match s.joining_protocol() {
-            ConnectProtocol::Eager => vec![ConnectProtocol::Eager],
-            p => vec![p, ConnectProtocol::Eager],
-        };
+        // In order of preference; a worker also offers every older protocol.
+        let offered: Vec<ConnectProtocol> = s.offered_protocols();
         let join = JoinGroupRequest::default()
             .with_group_id(group.clone())
             .with_session_timeout_ms(s.session_timeout.as_millis() as i32)

@@ -8,12 +8,11 @@
 //! - `eager` (protocol `default`, version 0): every worker stops everything before it
 //!   rejoins, and the leader deals everything afresh.
 //! - `compatible` (version 1) and `sessioned` (Connect's default; version 2, which adds
-//!   signed inter-worker requests): incremental cooperative rebalancing. Workers keep
-//!   running through a rebalance; only what moves stops. A worker that departs leaves its
-//!   work unassigned for up to `scheduled.rebalance.max.delay.ms`, waiting for it to return.
-//!   sluice does not sign inter-worker requests (no session keys in the config topic), so
-//!   `sessioned` joins as `compatible` does. A cooperative worker also offers `default`, so
-//!   a group with an eager member falls back to the eager protocol.
+//!   signed inter-worker requests, see [`crate::herder::session`]): incremental cooperative
+//!   rebalancing. Workers keep running through a rebalance; only what moves stops. A worker
+//!   that departs leaves its work unassigned for up to `scheduled.rebalance.max.delay.ms`,
+//!   waiting for it to return. A worker offers its protocol and every older one, so a group
+//!   with an older member falls back to what all members offer.
 //!
 //! - [`protocol`]: Connect's metadata and assignment bytes (versions 0, 1 and 2).
 //! - [`assignor`]: Connect's eager round-robin assignment.
@@ -57,6 +56,8 @@ pub struct GroupSettings {
     pub max_delay: Duration,
     /// TLS and SASL from `security.protocol`, `ssl.*`, `sasl.*`.
     pub security: GroupSecurity,
+    /// `inter.worker.*`: signed internal requests once the group is sessioned.
+    pub signing: crate::herder::session::SigningSettings,
 }
 
 impl GroupSettings {
@@ -117,6 +118,7 @@ impl GroupSettings {
             session_timeout: ms("session.timeout.ms", DEFAULT_SESSION_TIMEOUT)?,
             heartbeat_interval: ms("heartbeat.interval.ms", DEFAULT_HEARTBEAT_INTERVAL)?,
             rebalance_timeout: ms("rebalance.timeout.ms", DEFAULT_REBALANCE_TIMEOUT)?,
+            signing: crate::herder::session::SigningSettings::from_worker_props(props)?,
         };
         if s.heartbeat_interval >= s.session_timeout {
             return Err("heartbeat.interval.ms must be lower than session.timeout.ms".to_owned());
@@ -124,12 +126,13 @@ impl GroupSettings {
         Ok(s)
     }
 
-    /// The protocol this worker joins with: `sessioned` joins as `compatible`, since
-    /// sluice does not sign inter-worker requests.
-    pub fn joining_protocol(&self) -> ConnectProtocol {
+    /// The protocols this worker offers, in order of preference: the configured one and
+    /// every older one, as Connect's workers do.
+    pub fn offered_protocols(&self) -> Vec<ConnectProtocol> {
         match self.protocol {
-            ConnectProtocol::Sessioned => ConnectProtocol::Compatible,
-            p => p,
+            ConnectProtocol::Eager => vec![ConnectProtocol::Eager],
+            ConnectProtocol::Compatible => vec![ConnectProtocol::Compatible, ConnectProtocol::Eager],
+            ConnectProtocol::Sessioned => vec![ConnectProtocol::Sessioned, ConnectProtocol::Compatible, ConnectProtocol::Eager],
         }
     }
 
@@ -220,11 +223,11 @@ mod tests {
             [("bootstrap.servers", "a:1"), ("group.id", "g")].into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
         let s = GroupSettings::from_worker_props(&props).unwrap();
         assert_eq!((s.protocol, s.max_delay), (ConnectProtocol::Sessioned, Duration::from_secs(300)));
-        assert_eq!(s.joining_protocol(), ConnectProtocol::Compatible, "no request signing: sessioned joins as compatible");
+        assert_eq!(s.offered_protocols(), [ConnectProtocol::Sessioned, ConnectProtocol::Compatible, ConnectProtocol::Eager]);
         props.insert("connect.protocol".into(), "EAGER".into());
         props.insert("scheduled.rebalance.max.delay.ms".into(), "0".into());
         let s = GroupSettings::from_worker_props(&props).unwrap();
-        assert_eq!((s.joining_protocol(), s.max_delay), (ConnectProtocol::Eager, Duration::ZERO));
+        assert_eq!((s.offered_protocols(), s.max_delay), (vec![ConnectProtocol::Eager], Duration::ZERO));
         props.insert("connect.protocol".into(), "cooperative".into());
         assert!(GroupSettings::from_worker_props(&props).unwrap_err().contains("connect.protocol"));
         props.insert("connect.protocol".into(), "compatible".into());

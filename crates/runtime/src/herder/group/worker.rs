@@ -41,6 +41,6 @@ impl GroupWorker for ClusterWorker {
 
     async fn assigned(&self, generation: i32, member_id: &str, a: &Assignment) {
         let leader = a.leader == member_id;
-        self.herder.assigned(generation, leader, a.leader_url.clone(), &a.connectors, &a.tasks, a.version >= 1).await;
+        self.herder.assigned(generation, leader, a.leader_url.clone(), &a.connectors, &a.tasks, a.version).await;
     }
 }

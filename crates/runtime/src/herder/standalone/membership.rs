@@ -9,7 +9,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Entry, StandaloneHerder};
-use crate::herder::{ConnectorTaskId, State, TargetState};
+use crate::herder::session::{self, InternalSignature, SigningSettings};
+use crate::herder::{ConnectorTaskId, HerderError, HerderResult, State, TargetState};
 use crate::store::config::ConfigSnapshot;
 use crate::store::status::StatusStore;
 use crate::worker::restart::Unit;
@@ -27,6 +28,8 @@ pub struct Cluster {
     pub(super) owned: std::sync::Mutex<Owned>,
     /// Cooperative protocols: what REST asked to restart, for the leader's next round.
     pub(super) restarts: std::sync::Mutex<super::Units>,
+    /// `inter.worker.*`: how internal requests are signed once the group is sessioned.
+    pub(super) signing: SigningSettings,
 }
 
 /// What the group assigned this worker, and what of it this worker has started.
@@ -55,13 +58,16 @@ pub(super) struct ClusterView {
     pub(super) leader_url: Option<String>,
     /// True from a revoke until the next assignment.
     pub(super) rebalancing: bool,
+    /// The group runs the `sessioned` protocol (version 2): internal requests are signed.
+    pub(super) sessioned: bool,
 }
 
 impl Cluster {
-    pub fn new(url: String, rejoin: Arc<tokio::sync::Notify>) -> Self {
+    pub fn new(url: String, rejoin: Arc<tokio::sync::Notify>, signing: SigningSettings) -> Self {
         Self {
             url,
             rejoin,
+            signing,
             view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
             snapshot: Default::default(),
             owned: Default::default(),
@@ -220,15 +226,114 @@ impl StandaloneHerder {
         }
     }
 
-    /// Follows the config topic until `shutdown` (every group member runs this).
+    /// Follows the config topic until `shutdown` (every group member runs this). The
+    /// leader of a sessioned group also keeps the session key fresh.
     pub async fn follow_configs(self: Arc<Self>, shutdown: CancellationToken) {
         while !shutdown.is_cancelled() {
             {
                 let mut entries = self.entries.lock().await;
                 self.catch_up(&mut entries).await;
+                self.rotate_session_key(&mut entries).await;
             }
             tokio::select! { _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}, _ = shutdown.cancelled() => {} }
         }
+    }
+
+    /// Leader of a sessioned group: writes a new session key when there is none, it expired
+    /// (`inter.worker.key.ttl.ms`) or it is not of the configured algorithm and size, as
+    /// Connect's leader does at each tick.
+    async fn rotate_session_key(&self, entries: &mut BTreeMap<String, Entry>) {
+        let cluster = self.cluster();
+        let view = cluster.view();
+        if !view.leader || !view.sessioned || view.rebalancing {
+            return;
+        }
+        let now = session::now_ms();
+        let current = cluster.snapshot.lock().expect("snapshot lock").session_key.clone();
+        if !cluster.signing.needs_new_key(current.as_ref(), now) {
+            return;
+        }
+        let key = cluster.signing.generate(now);
+        match self.configs.put_session_key(&key).await {
+            Ok(()) => {
+                tracing::info!(algorithm = %key.algorithm, "distributed a new session key for signed inter-worker requests");
+                self.catch_up(entries).await;
+            }
+            Err(e) => tracing::warn!(error = %e, "could not write a new session key to the config topic; retrying"),
+        }
+    }
+
+    /// Checks a signed internal request against the group's session key (only when the
+    /// group is sessioned, as Connect does).
+    pub(super) fn verify_internal(&self, signature: Option<&InternalSignature>, body: &[u8]) -> HerderResult<()> {
+        let cluster = self.cluster();
+        if !cluster.view().sessioned {
+            return Ok(());
+        }
+        let key = cluster.snapshot.lock().expect("snapshot lock").session_key.clone();
+        cluster.signing.verify(key.as_ref(), signature, body)
+    }
+
+    /// Internal `POST /connectors/{name}/tasks` on the leader (a follower forwards it):
+    /// writes the task configs the connector's worker generated.
+    pub(super) async fn put_task_configs_from_worker(
+        &self,
+        name: &str,
+        body: &[u8],
+        signature: Option<&InternalSignature>,
+    ) -> HerderResult<()> {
+        self.verify_internal(signature, body)?;
+        let tasks: Vec<sluice_api::Props> = serde_json::from_slice(body)
+            .map_err(|e| HerderError::BadRequest(format!("Task configs must be a JSON list of string maps: {e}")))?;
+        let mut entries = self.entries.lock().await;
+        self.catch_up(&mut entries).await;
+        if !entries.contains_key(name) {
+            return Err(HerderError::connector_not_found(name));
+        }
+        if !self.cluster().view().leader {
+            return Err(HerderError::Conflict("Only the leader may write task configurations.".into()));
+        }
+        if entries.get(name).is_some_and(|e| e.state.tasks == tasks) {
+            return Ok(());
+        }
+        self.configs.put_task_configs(name, &tasks).await.map_err(|e| HerderError::Internal(e.to_string()))?;
+        tracing::info!(connector = name, tasks = tasks.len(), "wrote task configs sent by the worker running the connector");
+        self.applied(&mut entries).await;
+        Ok(())
+    }
+
+    /// Internal `PUT /connectors/{name}/fence` on the leader: fences the transactional
+    /// producers of the connector's tasks (Connect's ids `<group.id>-<connector>-<task>`;
+    /// initialising a producer with an id fences every older one) and writes the
+    /// connector's task count record, so workers may start its exactly-once tasks.
+    pub(super) async fn fence_zombies_from_worker(
+        &self,
+        name: &str,
+        body: &[u8],
+        signature: Option<&InternalSignature>,
+    ) -> HerderResult<()> {
+        self.verify_internal(signature, body)?;
+        let mut entries = self.entries.lock().await;
+        self.catch_up(&mut entries).await;
+        let Some(entry) = entries.get(name) else { return Err(HerderError::connector_not_found(name)) };
+        if !self.cluster().view().leader {
+            return Err(HerderError::Conflict("Only the leader may perform zombie fencing.".into()));
+        }
+        let count = entry.state.tasks.len() as u32;
+        let group = self.worker.props.get("group.id").cloned().unwrap_or_default();
+        for task in 0..count {
+            let id = crate::task::exactly_once::transactional_id(&group, name, task);
+            let producer = self.log.transactional(&id).map_err(|e| HerderError::Internal(e.to_string()))?.ok_or_else(|| {
+                HerderError::BadRequest(
+                    "Zombie fencing needs transactions; this worker's log has none (exactly-once source support needs a Kafka cluster)"
+                        .into(),
+                )
+            })?;
+            producer.init().await.map_err(|e| HerderError::Internal(format!("fencing {id}: {e}")))?;
+        }
+        self.configs.put_task_count(name, count).await.map_err(|e| HerderError::Internal(e.to_string()))?;
+        tracing::info!(connector = name, tasks = count, "fenced the connector's earlier task producers");
+        Ok(())
     }
 
     /// What REST asked to restart since the last call (see [`Cluster::restart`]).
@@ -289,8 +394,9 @@ impl StandaloneHerder {
         leader_url: String,
         connectors: &[String],
         tasks: &[ConnectorTaskId],
-        cooperative: bool,
+        protocol_version: i16,
     ) {
+        let cooperative = protocol_version >= 1;
         let mut entries = self.entries.lock().await;
         if self.stopping.load(Ordering::SeqCst) {
             return;
@@ -301,7 +407,9 @@ impl StandaloneHerder {
             tracing::warn!(error = %e, "could not re-read the offsets topic; moved source tasks may repeat records");
         }
         self.status.set_generation(generation);
-        *self.cluster().view.lock().expect("cluster view lock") = ClusterView { leader, leader_url: Some(leader_url), rebalancing: false };
+        let sessioned = protocol_version >= 2;
+        *self.cluster().view.lock().expect("cluster view lock") =
+            ClusterView { leader, leader_url: Some(leader_url), rebalancing: false, sessioned };
         let want_connectors: BTreeSet<String> = connectors.iter().cloned().collect();
         let want_tasks: BTreeSet<ConnectorTaskId> = tasks.iter().cloned().collect();
 
