@@ -123,6 +123,11 @@ fn sluice_and_kafka_connect_share_a_sessioned_cluster_and_sign_their_requests() 
         || java.get("/connectors/a0/status").1["tasks"][0]["worker_id"] == expected,
         || context(&sluice, &java),
     );
+    // What sluice runs shows with a plugin version in Connect's API too (from the status
+    // records sluice writes).
+    let on_sluice = first.iter().zip(&owners).find(|(_, w)| **w == sluice_id).map(|(n, _)| n.clone()).unwrap();
+    let (_, s) = java.get(&format!("/connectors/{on_sluice}/status"));
+    assert!(s["tasks"][0]["version"].is_string(), "Connect shows the version of a task sluice runs: {s}");
     let log = sluice_tests::strip_ansi(&sluice.output());
     assert!(log.contains("protocol=\"sessioned\""), "the group runs the sessioned protocol");
 

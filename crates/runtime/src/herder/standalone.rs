@@ -188,6 +188,7 @@ impl StandaloneHerder {
                     tracing::error!(connector = %name, class = %class, "stored connector names an unknown class; it is not started");
                     continue;
                 };
+                self.status.set_plugin_version(&name, plugin.version);
                 entries.insert(name.clone(), Entry::new(state, plugin));
                 if self.cluster.is_none() {
                     self.start_connector(&mut entries, &name).await;
@@ -662,6 +663,7 @@ impl Herder for StandaloneHerder {
         } else {
             let target = initial_state.unwrap_or(TargetState::Started);
             self.configs.put_target_state(name, target).await.map_err(internal)?;
+            self.status.set_plugin_version(name, plugin.version);
             entries.insert(name.to_owned(), Entry::new(ConnectorConfigState { config, target, tasks: Vec::new() }, plugin));
         }
         let entry = entries.get_mut(name).expect("stored");

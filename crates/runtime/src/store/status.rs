@@ -27,6 +27,9 @@ pub struct StatusStore {
     board: Mutex<Board>,
     /// The group generation written with each status (0 outside a group).
     generation: std::sync::atomic::AtomicI32,
+    /// Each connector's plugin version, written into its status records as Connect 4 does
+    /// (a Java worker of the same group shows it).
+    versions: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl StatusStore {
@@ -48,7 +51,14 @@ impl StatusStore {
                 }
             }
         }
-        Ok(Self { log, topic: topic.to_owned(), partitions: count, board: Mutex::new(board), generation: Default::default() })
+        Ok(Self {
+            log,
+            topic: topic.to_owned(),
+            partitions: count,
+            board: Mutex::new(board),
+            generation: Default::default(),
+            versions: Default::default(),
+        })
     }
 
     fn persist(&self, records: Vec<(String, Option<Json>)>) {
@@ -64,8 +74,17 @@ impl StatusStore {
         });
     }
 
-    fn status_json(s: &StateInfo, generation: i32) -> Json {
-        json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": generation })
+    fn status_json(s: &StateInfo, generation: i32, version: Option<&str>) -> Json {
+        let mut v = json!({ "state": s.state.name(), "trace": s.trace, "worker_id": s.worker_id, "generation": generation });
+        if let Some(version) = version {
+            v["version"] = json!(version);
+        }
+        v
+    }
+
+    /// The plugin version of `connector`'s status records from now on.
+    pub fn set_plugin_version(&self, connector: &str, version: &str) {
+        self.versions.lock().expect("versions lock").insert(connector.to_owned(), version.to_owned());
     }
 
     /// The group generation statuses are written with from now on.
@@ -73,8 +92,9 @@ impl StatusStore {
         self.generation.store(generation, std::sync::atomic::Ordering::SeqCst);
     }
 
-    fn record(&self, s: &StateInfo) -> Json {
-        Self::status_json(s, self.generation.load(std::sync::atomic::Ordering::SeqCst))
+    fn record(&self, connector: &str, s: &StateInfo) -> Json {
+        let version = self.versions.lock().expect("versions lock").get(connector).cloned();
+        Self::status_json(s, self.generation.load(std::sync::atomic::Ordering::SeqCst), version.as_deref())
     }
 
     /// Follows the status topic from its current end, so this worker shows the statuses
@@ -105,14 +125,14 @@ impl StatusStore {
 
     pub fn put_connector(&self, name: &str, mut status: StateInfo) {
         status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
-        let record = self.record(&status);
+        let record = self.record(name, &status);
         self.board.lock().expect("status lock").connectors.insert(name.to_owned(), status);
         self.persist(vec![(format!("status-connector-{name}"), Some(record))]);
     }
 
     pub fn put_task(&self, id: &ConnectorTaskId, mut status: StateInfo) {
         status.trace = status.trace.map(|t| sluice_api::secret::redact_urls(&t));
-        let record = self.record(&status);
+        let record = self.record(&id.connector, &status);
         self.board.lock().expect("status lock").tasks.insert(id.clone(), status);
         self.persist(vec![(format!("status-task-{}-{}", id.connector, id.task), Some(record))]);
     }
@@ -212,9 +232,17 @@ mod tests {
     #[test]
     fn status_record_matches_connect() {
         let s = StateInfo { state: State::Failed, trace: Some("boom".into()), worker_id: "h:1".into(), version: None };
-        assert_eq!(StatusStore::status_json(&s, 3).to_string(), r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":3}"#);
+        assert_eq!(
+            StatusStore::status_json(&s, 3, None).to_string(),
+            r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":3}"#
+        );
+        // As Kafka Connect 4.3 writes it, with the plugin's version last.
+        assert_eq!(
+            StatusStore::status_json(&s, 6, Some("4.3.0")).to_string(),
+            r#"{"state":"FAILED","trace":"boom","worker_id":"h:1","generation":6,"version":"4.3.0"}"#
+        );
         let mut board = Board::default();
-        apply_status(&mut board, "status-task-my-conn-2", Some(&StatusStore::status_json(&s, 3)));
+        apply_status(&mut board, "status-task-my-conn-2", Some(&StatusStore::status_json(&s, 3, Some("1.0"))));
         assert_eq!(board.tasks[&ConnectorTaskId { connector: "my-conn".into(), task: 2 }], s);
         apply_status(&mut board, "status-task-my-conn-2", None);
         assert!(board.tasks.is_empty());

@@ -169,6 +169,7 @@ impl StandaloneHerder {
                     let Some(plugin) = state.config.get("connector.class").and_then(|c| self.plugins.connector(c)).copied() else {
                         continue;
                     };
+                    self.status.set_plugin_version(&name, plugin.version);
                     entries.insert(name, Entry::new(state, plugin));
                 }
             }
