@@ -8,7 +8,7 @@
 //! | | `commit-NAME` | `{"tasks":N}` |
 //! | | `target-state-NAME` | `{"state":"STARTED"}`, `{"state":"PAUSED"}`, `{"state":"PAUSED","state.v2":"STOPPED"}` |
 //! | `connect-offsets` | `["NAME",{source partition}]` | `{source offset}`; null removes it |
-//! | `connect-status` | `status-connector-NAME`, `status-task-NAME-N` | `{"state":…,"trace":…,"worker_id":…,"generation":N}` |
+//! | `connect-status` | `status-connector-NAME`, `status-task-NAME-N` | `{"state":…,"trace":…,"worker_id":…,"generation":N,"version":…}` |
 //! | | `status-topic-TOPIC:connector-NAME` | `{"topic":{"name":…,"connector":…,"task":N,"discoverTimestamp":ms}}` |
 
 pub mod config;
