@@ -1,16 +1,19 @@
 //! A TCP proxy that injects network faults between sluice and a service, per connection:
-//! added latency, a stall (bytes held, the connection open), a black hole (bytes dropped),
-//! and cuts (every open connection shut down both ways at once, as a server, a failover or a
-//! middlebox dropping it does).
+//! added latency, a bandwidth cap, a stall (bytes held, the connection open), a black hole
+//! (nothing in or out, not even a close, and new connections never answered), a slow close,
+//! cuts (every open connection shut down both ways at once, as a server, a failover or a
+//! middlebox dropping it does), and a cut armed on a request pattern (the request reaches the
+//! server, its reply never reaches the client: an ambiguous commit).
 //!
 //! ```text
-//!  sluice ──▶ 127.0.0.1:<proxy> ──(mode: pass · latency · stall · black hole)──▶ service
+//!  sluice ──▶ 127.0.0.1:<proxy> ──(mode: pass · latency · throttle · stall · black hole)──▶ service
 //!                 reset_all(): every open connection shut down, both ways
+//!                 cut_after(pattern): the next request holding it goes through, the reply
+//!                                     is dropped and the connection cut
 //! ```
 //!
 //! Each connection is two threads copying bytes, one per direction; the mode is read for
-//! every chunk, so a change applies to open connections at once. New connections are
-//! accepted in every mode (a black-holed service looks up but never answers).
+//! every chunk, so a change applies to open connections at once.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -25,9 +28,14 @@ pub enum Fault {
     Pass,
     /// Each chunk waits this long before it is forwarded.
     Latency(Duration),
-    /// Bytes are held (not read from the sender) until the mode changes.
+    /// At most this many bytes per second in each direction of a connection.
+    Throttle(u32),
+    /// Bytes are held (not read from the sender) until the mode changes; a close goes through.
     Stall,
-    /// Bytes are read and dropped: the peer never hears back.
+    /// A network that drops every packet: bytes are held, a peer's close is not passed on,
+    /// and a new connection gets no answer (its upstream connection is made only when the
+    /// mode changes). Connections still open afterwards go on where they stopped, as TCP
+    /// connections do when a partition heals before their timeouts.
     BlackHole,
 }
 
@@ -38,6 +46,18 @@ struct Shared {
     stopped: AtomicBool,
     resets: AtomicU64,
     accepted: AtomicU64,
+    /// The request pattern of an armed cut, and how many cuts remain armed.
+    cut_after: Mutex<Option<(Vec<u8>, u32)>>,
+    /// Cuts made by an armed pattern.
+    pattern_cuts: AtomicU64,
+    /// How long a close waits before it is passed on.
+    slow_close: Mutex<Duration>,
+}
+
+impl Shared {
+    fn mode(&self) -> Fault {
+        *self.mode.lock().unwrap()
+    }
 }
 
 pub struct FaultProxy {
@@ -49,6 +69,12 @@ impl FaultProxy {
     /// Listens on a free port of 127.0.0.1, forwarding to `upstream`.
     pub fn start(upstream: SocketAddr) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
+        Self::serve(listener, upstream)
+    }
+
+    /// Forwards `listener`'s connections to `upstream` (for a service that must be told the
+    /// proxy's address before it starts, such as a broker advertising it).
+    pub fn serve(listener: TcpListener, upstream: SocketAddr) -> FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             mode: Mutex::new(Fault::Pass),
@@ -56,6 +82,9 @@ impl FaultProxy {
             stopped: AtomicBool::new(false),
             resets: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
+            cut_after: Mutex::new(None),
+            pattern_cuts: AtomicU64::new(0),
+            slow_close: Mutex::new(Duration::ZERO),
         });
         let s = shared.clone();
         std::thread::spawn(move || {
@@ -64,20 +93,8 @@ impl FaultProxy {
                     break;
                 }
                 let Ok(client) = client else { continue };
-                let Ok(server) = TcpStream::connect_timeout(&upstream, Duration::from_secs(5)) else {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                };
-                let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                s.accepted.fetch_add(1, Ordering::SeqCst);
-                if let (Ok(c), Ok(v)) = (client.try_clone(), server.try_clone()) {
-                    s.open.lock().unwrap().push((c, v));
-                }
-                for (from, to) in [(client.try_clone(), server.try_clone()), (server.try_clone(), client.try_clone())] {
-                    let (Ok(from), Ok(to)) = (from, to) else { continue };
-                    let s = s.clone();
-                    std::thread::spawn(move || pump(from, to, &s));
-                }
+                let s = s.clone();
+                std::thread::spawn(move || connect(client, upstream, s));
             }
         });
         FaultProxy { port, shared }
@@ -98,6 +115,23 @@ impl FaultProxy {
         self.shared.resets.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Arms `times` cuts: each time a client sends bytes holding `pattern`, they reach the
+    /// server, whatever the server answers is dropped, and the connection is cut a moment
+    /// later (the server has acted on the request; the client never learns it).
+    pub fn cut_after(&self, pattern: &[u8], times: u32) {
+        *self.shared.cut_after.lock().unwrap() = Some((pattern.to_vec(), times));
+    }
+
+    /// Cuts made by patterns armed with [`FaultProxy::cut_after`].
+    pub fn pattern_cuts(&self) -> u64 {
+        self.shared.pattern_cuts.load(Ordering::SeqCst)
+    }
+
+    /// Every close waits this long before it is passed to the other side.
+    pub fn set_slow_close(&self, delay: Duration) {
+        *self.shared.slow_close.lock().unwrap() = delay;
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> u64 {
         self.shared.accepted.load(Ordering::SeqCst)
@@ -107,43 +141,107 @@ impl FaultProxy {
 impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.shared.stopped.store(true, Ordering::SeqCst);
+        self.set(Fault::Pass);
         self.reset_all();
         // Wakes the accept loop so that it sees `stopped`.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
-/// Copies `from` to `to` under the current mode until either side ends.
-fn pump(mut from: TcpStream, mut to: TcpStream, s: &Shared) {
+/// Connects an accepted client upstream (after a black hole, if one is on) and starts its pumps.
+fn connect(client: TcpStream, upstream: SocketAddr, s: Arc<Shared>) {
+    while s.mode() == Fault::BlackHole && !s.stopped.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Ok(server) = TcpStream::connect_timeout(&upstream, Duration::from_secs(5)) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    s.accepted.fetch_add(1, Ordering::SeqCst);
+    if let (Ok(c), Ok(v)) = (client.try_clone(), server.try_clone()) {
+        s.open.lock().unwrap().push((c, v));
+    }
+    // Set while an armed cut is under way: the server's answer is dropped.
+    let mute = Arc::new(AtomicBool::new(false));
+    for (from, to, upstream) in [(client.try_clone(), server.try_clone(), true), (server.try_clone(), client.try_clone(), false)] {
+        let (Ok(from), Ok(to)) = (from, to) else { continue };
+        let (s, mute) = (s.clone(), mute.clone());
+        std::thread::spawn(move || pump(from, to, &s, &mute, upstream));
+    }
+}
+
+/// Whether `chunk` holds an armed pattern; disarms one cut if so.
+fn take_cut(s: &Shared, chunk: &[u8]) -> bool {
+    let mut armed = s.cut_after.lock().unwrap();
+    let Some((pattern, left)) = armed.as_mut() else { return false };
+    if *left == 0 || !chunk.windows(pattern.len()).any(|w| w == pattern.as_slice()) {
+        return false;
+    }
+    *left -= 1;
+    true
+}
+
+/// Copies `from` to `to` under the current mode until either side ends. `upstream`: the
+/// client-to-server direction, where armed cuts are looked for.
+fn pump(mut from: TcpStream, mut to: TcpStream, s: &Shared, mute: &AtomicBool, upstream: bool) {
     let mut buf = vec![0u8; 64 * 1024];
     let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
     loop {
         if s.stopped.load(Ordering::SeqCst) {
             break;
         }
-        let mode = *s.mode.lock().unwrap();
-        if mode == Fault::Stall {
-            std::thread::sleep(Duration::from_millis(20));
-            // A connection cut meanwhile ends the pump.
-            if from.peek(&mut [0u8; 1]).is_ok_and(|n| n == 0) {
-                break;
+        match s.mode() {
+            Fault::Stall => {
+                std::thread::sleep(Duration::from_millis(20));
+                // A connection cut meanwhile ends the pump.
+                if from.peek(&mut [0u8; 1]).is_ok_and(|n| n == 0) {
+                    break;
+                }
+                continue;
             }
-            continue;
+            Fault::BlackHole => {
+                // Not even a close is seen through a black hole.
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            _ => {}
         }
-        let n = match from.read(&mut buf) {
+        let cap = match s.mode() {
+            Fault::Throttle(rate) => (rate as usize / 10).clamp(1, buf.len()),
+            _ => buf.len(),
+        };
+        let n = match from.read(&mut buf[..cap]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
             Err(_) => break,
         };
-        match *s.mode.lock().unwrap() {
-            Fault::BlackHole => continue,
+        match s.mode() {
             Fault::Latency(d) => std::thread::sleep(d),
-            Fault::Pass | Fault::Stall => {}
+            Fault::Throttle(rate) => std::thread::sleep(Duration::from_secs_f64(n as f64 / f64::from(rate.max(1)))),
+            _ => {}
+        }
+        if !upstream && mute.load(Ordering::SeqCst) {
+            continue;
+        }
+        let cut = upstream && take_cut(s, &buf[..n]);
+        if cut {
+            mute.store(true, Ordering::SeqCst);
         }
         if to.write_all(&buf[..n]).is_err() {
             break;
         }
+        if cut {
+            // The server acts on the request; its answer is dropped, then both sides go.
+            std::thread::sleep(Duration::from_millis(500));
+            s.pattern_cuts.fetch_add(1, Ordering::SeqCst);
+            break;
+        }
+    }
+    let delay = *s.slow_close.lock().unwrap();
+    if !delay.is_zero() {
+        std::thread::sleep(delay);
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);

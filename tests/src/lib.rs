@@ -945,6 +945,14 @@ impl Drop for Postgres {
     }
 }
 
+/// Prints one line of a fault schedule's figures, `reliability: {json}`, which
+/// `bench/reliability.py` collects into `bench/reliability.md`: `schedule`, `faults` (what was
+/// injected), `destination`, `written` (changes made at the source), `lost`, `duplicated`
+/// and `recovery_s` (from the end of the fault to the destination complete), where known.
+pub fn report_figures(figures: Json) {
+    eprintln!("reliability: {figures}");
+}
+
 /// A psql session fed one SQL text per step (usually a transaction) until stopped:
 /// concurrent writes for a test. `step(i)` is the text of step `i`.
 pub struct SqlWriter {

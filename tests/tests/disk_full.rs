@@ -106,9 +106,10 @@ fn a_full_log_disk_fails_appends_and_the_pipeline_catches_up_when_room_returns()
     assert!(missing.is_empty(), "{} rows missing, e.g. {missing:?}", expected.difference(&got).count());
     assert_eq!(w.pid(), pid, "the worker stayed up");
     w.wait_running("full", 1);
-    eprintln!(
-        "disk full: {stored} records stored before the disk filled, {} distinct rows in the topic after it grew; trace: {}",
-        got.len(),
-        trace.lines().next().unwrap_or("")
-    );
+    sluice_tests::report_figures(json!({
+        "schedule": "the embedded log's 3 MB filesystem fills, then grows to 64 MB",
+        "faults": "disk full", "destination": "embedded log (topic)",
+        "written": expected.len(), "delivered_distinct": got.len(), "lost": 0, "stored_before_full": stored,
+        "trace": trace.lines().next().unwrap_or(""),
+    }));
 }

@@ -1,14 +1,22 @@
 //! Network faults between sluice and Postgres, through the project's own fault proxy
-//! (`tests/src/fault_proxy.rs`): every connection of the source (catalog, snapshot and
-//! replication sessions) goes through it while a writer changes the table, and the proxy
-//! cuts them all, again and again, then stalls them past the status interval. In the end
-//! the newest event per key reproduces the table (nothing lost, nothing stale), the task is
-//! RUNNING, and the failures were visible in the log meanwhile.
+//! (`tests/src/fault_proxy.rs`), each schedule run while a writer changes the table:
+//! - the source's connections (catalog, snapshot and replication sessions) cut again and
+//!   again, then stalled past the status interval;
+//! - a 60 s black hole of the database (nothing in or out, new connections unanswered);
+//! - the warehouse sink's connection cut between its `COMMIT` and the reply (the ambiguous
+//!   commit), again and again.
+//!
+//! In the end the destination reproduces the table (nothing lost, nothing stale, and no
+//! duplicate in the warehouse), the task is RUNNING, the failure was visible meanwhile, and
+//! the replication slot was never confirmed past what the log held.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sluice_tests::{json, Fault, FaultProxy, Json, Postgres, SqlWriter, Worker};
+use sluice_tests::{
+    eventually, first_deliveries, json, numbered_lines, read_lines, Fault, FaultProxy, Json, KafkaBroker, Launch, LineWriter, Moto,
+    Postgres, SqlWriter, Worker,
+};
 
 const TOPIC: &str = "flt.public.items";
 
@@ -18,6 +26,16 @@ fn consume(data: &std::path::Path) -> Vec<Json> {
         return Vec::new();
     }
     out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Change events delivered more than once (the same key, operation and value): allowed
+/// in a topic (at least once), counted for the report.
+fn duplicates(records: &[Json]) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    records
+        .iter()
+        .filter(|r| !seen.insert((r["key"]["id"].as_i64(), r["value"]["op"].to_string(), r["value"]["after"]["v"].as_i64())))
+        .count()
 }
 
 /// The newest event per key: `id -> v` (a delete removes the key).
@@ -38,18 +56,16 @@ fn applied(records: &[Json]) -> BTreeMap<i64, i64> {
     state
 }
 
-#[test]
-fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
-    const ROWS: i64 = 2_000;
-    let pg = Postgres::start();
+const ROWS: i64 = 2_000;
+
+/// A worker with a Postgres source `flt` on table `items` (ROWS rows) reached through
+/// `port`, its snapshot read.
+fn start_source(pg: &Postgres, port: u16, dir: &std::path::Path) -> Worker {
     pg.sql(&format!(
         "CREATE TABLE items (id bigint PRIMARY KEY, v int NOT NULL); INSERT INTO items SELECT g, 0 FROM generate_series(1, {ROWS}) g;"
     ));
-    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
     let w = Worker::start(
-        dir.path(),
+        dir,
         &[
             ("offset.flush.interval.ms", "200"),
             ("key.converter.schemas.enable", "false"),
@@ -59,7 +75,7 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
     );
     let config = json!({
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": "127.0.0.1", "database.port": proxy.port.to_string(), "database.user": "postgres",
+        "database.hostname": "127.0.0.1", "database.port": port.to_string(), "database.user": "postgres",
         "database.password": "", "database.dbname": "postgres", "topic.prefix": "flt",
         "table.include.list": "public.items", "slot.name": "faults", "snapshot.mode": "initial",
         "status.update.interval.ms": "1000",
@@ -67,35 +83,29 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
     let (code, body) = w.post("/connectors", &json!({"name": "flt", "config": config}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("flt", 1);
+    let data = dir.join("data");
     w.eventually(Duration::from_secs(60), "the snapshot", || {
         consume(&data).iter().filter(|r| r["value"]["op"] == "r").count() as i64 >= ROWS
     });
+    w
+}
 
-    // Inserts above the snapshot and updates across it, written straight to Postgres.
-    let writer = SqlWriter::start(&pg, Duration::from_millis(5), move |i| {
+/// Inserts above the snapshot and updates across it, written straight to Postgres.
+fn start_writer(pg: &Postgres) -> SqlWriter {
+    SqlWriter::start(pg, Duration::from_millis(5), move |i| {
         format!("BEGIN; INSERT INTO items VALUES ({}, 1); UPDATE items SET v = v + 1 WHERE id = {}; COMMIT;\n", 10_000 + i, 1 + i % ROWS)
-    });
-    let accepted_before = proxy.accepted();
-    for round in 0..8 {
-        std::thread::sleep(Duration::from_secs(2));
-        if round == 4 {
-            // Held, not cut: nothing moves for 5 s, past the status interval.
-            proxy.set(Fault::Stall);
-            std::thread::sleep(Duration::from_secs(5));
-            proxy.set(Fault::Pass);
-        } else {
-            proxy.reset_all();
-        }
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    let transactions = writer.finish();
+    })
+}
+
+/// Waits for an end marker written after the writer stopped, then checks that the newest
+/// event per key reproduces the table; returns the records.
+fn check_topic(pg: &Postgres, w: &Worker, data: &std::path::Path) -> Vec<Json> {
     pg.sql("INSERT INTO items VALUES (-1, 0)");
     let mut records = Vec::new();
-    w.eventually(Duration::from_secs(120), "the end marker after the faults", || {
-        records = consume(&data);
+    w.eventually(Duration::from_secs(180), "the end marker after the faults", || {
+        records = consume(data);
         records.iter().any(|r| r["key"]["id"] == -1)
     });
-
     let expected: BTreeMap<i64, i64> = pg
         .sql("SELECT id || '|' || v FROM items ORDER BY id")
         .lines()
@@ -109,14 +119,337 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
     let stale: Vec<_> = expected.iter().filter(|(k, v)| got.get(k).is_some_and(|g| g != *v)).take(10).collect();
     let extra: Vec<_> = got.keys().filter(|k| !expected.contains_key(k)).take(10).collect();
     assert!(missing.is_empty() && stale.is_empty() && extra.is_empty(), "missing {missing:?}, stale {stale:?}, extra {extra:?}");
+    records
+}
+
+#[test]
+fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
+    let pg = Postgres::start();
+    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let w = start_source(&pg, proxy.port, dir.path());
+
+    let writer = start_writer(&pg);
+    let accepted_before = proxy.accepted();
+    for round in 0..8 {
+        std::thread::sleep(Duration::from_secs(2));
+        if let Some((slot, resume)) = slot_then_offset(&pg, &w) {
+            assert!(slot <= resume, "the slot was confirmed at {slot}, past the stored offset's {resume}");
+        }
+        if round == 4 {
+            // Held, not cut: nothing moves for 5 s, past the status interval.
+            proxy.set(Fault::Stall);
+            std::thread::sleep(Duration::from_secs(5));
+            proxy.set(Fault::Pass);
+        } else {
+            proxy.reset_all();
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let transactions = writer.finish();
+    let records = check_topic(&pg, &w, &data);
     let reconnects = proxy.accepted() - accepted_before;
     assert!(reconnects >= 7, "the source reconnected after each cut ({reconnects} new connections)");
     let (code, status) = w.get("/connectors/flt/status");
     assert_eq!((code, &status["tasks"][0]["state"]), (200, &json!("RUNNING")), "{status}");
     let log = sluice_tests::strip_ansi(&w.output());
     assert!(log.contains("replication stream failed"), "no cut was seen by the replication stream");
-    eprintln!(
-        "faults: 7 cuts and a 5 s stall; {transactions} writer transactions, {} records, {reconnects} new connections",
-        records.len()
+    sluice_tests::report_figures(json!({
+        "schedule": "Postgres connections cut every 2 s, then stalled 5 s",
+        "faults": "7 cuts, 1 stall of 5 s", "destination": "embedded log (topic)",
+        "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
+        "reconnects": reconnects,
+    }));
+}
+
+/// The slot's confirmed position, then the position the stored offset resumes at: the first
+/// may never pass the second (the slot moves only after what it covers is durable).
+fn slot_then_offset(pg: &Postgres, w: &Worker) -> Option<(u64, u64)> {
+    let slot = pg.sql("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = 'faults'");
+    let slot: u64 = slot.parse().ok()?;
+    let (code, body) = w.get("/connectors/flt/offsets");
+    let offset = &body["offsets"].as_array().filter(|_| code == 200)?.first()?["offset"];
+    let resume = offset["lsn_commit"].as_u64().or_else(|| offset["lsn"].as_u64())?;
+    Some((slot, resume))
+}
+
+#[test]
+fn a_postgres_source_rides_out_a_60_s_black_hole_of_its_database() {
+    let pg = Postgres::start();
+    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let w = start_source(&pg, proxy.port, dir.path());
+    let writer = start_writer(&pg);
+    std::thread::sleep(Duration::from_secs(3));
+
+    // Nothing in or out for 60 s; the writer goes on (it reaches Postgres directly).
+    let hole = std::time::Instant::now();
+    proxy.set(Fault::BlackHole);
+    let mut traces = Vec::new();
+    let mut checks = 0;
+    while hole.elapsed() < Duration::from_secs(60) {
+        let (_, status) = w.get("/connectors/flt/status");
+        if let Some(trace) = status["tasks"][0]["trace"].as_str() {
+            traces.push(format!(
+                "{:>3} s {} {}",
+                hole.elapsed().as_secs(),
+                status["tasks"][0]["state"],
+                trace.lines().next().unwrap_or("")
+            ));
+        }
+        if let Some((slot, resume)) = slot_then_offset(&pg, &w) {
+            assert!(slot <= resume, "the slot was confirmed at {slot}, past the stored offset's {resume}");
+            checks += 1;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    proxy.set(Fault::Pass);
+    let recovered = std::time::Instant::now();
+    traces.dedup();
+    assert!(
+        traces.iter().any(|t| t.contains("no answer from Postgres")),
+        "the lost database was never visible in the task's trace during the black hole: {traces:?}\nworker output:\n{}",
+        w.output()
     );
+    w.eventually(Duration::from_secs(120), "the task RUNNING without a trace after the black hole", || {
+        let (_, status) = w.get("/connectors/flt/status");
+        status["tasks"][0]["state"] == "RUNNING" && status["tasks"][0]["trace"].is_null()
+    });
+    let recovery = recovered.elapsed();
+    std::thread::sleep(Duration::from_secs(3));
+    let transactions = writer.finish();
+    let records = check_topic(&pg, &w, &data);
+    let (slot, resume) = slot_then_offset(&pg, &w).expect("the slot and the stored offset");
+    assert!(slot <= resume, "the slot was confirmed at {slot}, past the stored offset's {resume}");
+    sluice_tests::report_figures(json!({
+        "schedule": "Postgres black-holed for 60 s (nothing in or out, new connections unanswered)",
+        "faults": "1 black hole of 60 s", "destination": "embedded log (topic)",
+        "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
+        "recovery_s": (recovery.as_secs_f64() * 10.0).round() / 10.0, "slot_checks": checks, "traces": traces,
+    }));
+}
+
+#[test]
+fn the_warehouse_sink_applies_each_change_once_when_its_commits_lose_their_reply() {
+    const CUTS: u64 = 6;
+    let pg = Postgres::start();
+    pg.sql("CREATE DATABASE wh");
+    pg.sql("CREATE TABLE items (id bigint PRIMARY KEY, v int NOT NULL)");
+    // No key in the target: a change applied twice would be a second row.
+    pg.psql().sql("wh", "CREATE TABLE items (id bigint, v int)");
+    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(dir.path(), &[("offset.flush.interval.ms", "200")]);
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": pg.source_config("amb", &[("snapshot.mode", "no_data")])}));
+    assert_eq!(code, 201, "{body}");
+    let url = format!("jdbc:postgresql://127.0.0.1:{}/wh", proxy.port);
+    let sink = pg.sink_config(
+        "wh",
+        "",
+        &[
+            ("connection.url", &url),
+            ("insert.mode", "insert"),
+            ("primary.key.mode", "none"),
+            ("delete.enabled", "false"),
+            ("batch.size", "100"),
+        ],
+    );
+    let (code, body) = w.post("/connectors", &json!({"name": "wh", "config": sink}));
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    w.wait_running("wh", 1);
+
+    let writer = SqlWriter::start(&pg, Duration::from_millis(5), |i| format!("INSERT INTO items VALUES ({}, {});\n", i + 1, i % 7));
+    for cut in 1..=CUTS {
+        // The next COMMIT reaches the server (a simple query ends in the text's NUL); its
+        // reply is dropped and the connection cut.
+        proxy.cut_after(b"COMMIT\0", 1);
+        w.eventually(Duration::from_secs(60), "a commit whose reply was lost", || proxy.pattern_cuts() >= cut);
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let inserted = writer.finish();
+    pg.sql("INSERT INTO items VALUES (-1, 0)");
+    w.eventually(Duration::from_secs(120), "the end marker in the warehouse", || {
+        pg.psql().sql("wh", "SELECT count(*) FROM items WHERE id = -1") != "0"
+    });
+
+    let source = pg.sql("SELECT count(*) || ' ' || sum(id) || ' ' || sum(v) FROM items");
+    let target = pg.psql().sql("wh", "SELECT count(*) || ' ' || sum(id) || ' ' || sum(v) FROM items");
+    let duplicates = pg.psql().sql("wh", "SELECT count(*) - count(DISTINCT id) FROM items");
+    assert_eq!(duplicates, "0", "changes applied twice after an ambiguous commit");
+    assert_eq!(target, source, "the warehouse (count, sum of ids, sum of values) differs from the source");
+    let (code, status) = w.get("/connectors/wh/status");
+    assert_eq!((code, &status["tasks"][0]["state"]), (200, &json!("RUNNING")), "{status}");
+    let log = sluice_tests::strip_ansi(&w.output());
+    // The sink writes in the background (pipelined): a lost reply fails that write, and its
+    // records are written again after the offsets are read back from the target.
+    let retried = log.matches("a background write to the target failed; writing its records again").count();
+    assert!(retried >= CUTS as usize, "each lost commit reply was seen and retried ({retried} retries in the log)");
+    sluice_tests::report_figures(json!({
+        "schedule": "warehouse connection cut between COMMIT and its reply",
+        "faults": format!("{CUTS} ambiguous commits"), "destination": "warehouse (JDBC sink, insert mode)",
+        "written": inserted + 1, "lost": 0, "duplicated": 0, "sink_retries": retried,
+    }));
+}
+
+#[test]
+fn the_s3_sink_loses_nothing_when_uploads_are_slow_and_reset_mid_part() {
+    const PAD: usize = 2_000;
+    let pg = Postgres::start();
+    pg.sql("CREATE TABLE items (id bigint PRIMARY KEY, pad text NOT NULL)");
+    let moto = Moto::start("faults");
+    let proxy = FaultProxy::start(([127, 0, 0, 1], moto.port).into());
+    let dir = tempfile::tempdir().unwrap();
+    let w = Worker::start(
+        dir.path(),
+        &[("offset.flush.interval.ms", "200"), ("key.converter.schemas.enable", "false"), ("value.converter.schemas.enable", "false")],
+    );
+    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": pg.source_config("s3f", &[("snapshot.mode", "no_data")])}));
+    assert_eq!(code, 201, "{body}");
+    // Objects of ~6 MB: multipart uploads of 5 MB parts, cut while a part is on its way.
+    let sink = json!({
+        "connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "srv.public.items", "s3.bucket.name": "faults",
+        "s3.region": "us-east-1", "store.url": format!("http://127.0.0.1:{}", proxy.port), "aws.access.key.id": "t",
+        "aws.secret.access.key": "t", "format.class": "io.confluent.connect.s3.format.json.JsonFormat", "flush.size": "3000",
+        "s3.part.size": "5242880", "rotate.schedule.interval.ms": "2000", "timezone": "UTC", "behavior.on.null.values": "ignore",
+    });
+    let (code, body) = w.post("/connectors", &json!({"name": "s3", "config": sink}));
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    w.wait_running("s3", 1);
+
+    let writer = SqlWriter::start(&pg, Duration::from_millis(10), |i| {
+        format!("INSERT INTO items SELECT g, repeat('x', {PAD}) FROM generate_series({}, {}) g;\n", i * 10 + 1, i * 10 + 10)
+    });
+    // Uploads at 3 MB/s, every connection cut every 2 s; then 10 s of slow answers.
+    proxy.set(Fault::Throttle(3_000_000));
+    for _ in 0..15 {
+        std::thread::sleep(Duration::from_secs(2));
+        proxy.reset_all();
+    }
+    proxy.set(Fault::Latency(Duration::from_millis(300)));
+    std::thread::sleep(Duration::from_secs(10));
+    proxy.set(Fault::Pass);
+    let steps = writer.finish() as i64;
+    let rows = pg.sql("SELECT count(*) FROM items").parse::<i64>().unwrap();
+    assert_eq!(rows, steps * 10, "the writer's rows");
+
+    let read = format!(
+        "ids=[]\nfor p in s3.get_paginator('list_objects_v2').paginate(Bucket=BUCKET):\n  for o in p.get('Contents',[]):\n    for l in s3.get_object(Bucket=BUCKET,Key=o['Key'])['Body'].read().decode().splitlines():\n      ids.append(json.loads(l)['after']['id'])\nseen=set(ids)\nprint(json.dumps({{'rows':len(ids),'missing':[i for i in range(1,{rows}+1) if i not in seen][:10],'missing_count':sum(1 for i in range(1,{rows}+1) if i not in seen),'extra':len(seen-set(range(1,{rows}+1)))}}))"
+    );
+    let mut report = Json::Null;
+    w.eventually(Duration::from_secs(180), "every row in S3", || {
+        report = serde_json::from_str(&moto.py(&read)).expect("the reader's JSON");
+        report["missing_count"] == 0
+    });
+    assert_eq!(report["extra"], 0, "{report}");
+    let duplicates = report["rows"].as_i64().unwrap() - rows;
+    assert_eq!(duplicates, 0, "rows written twice into S3: {report}");
+    let (code, status) = w.get("/connectors/s3/status");
+    assert_eq!((code, &status["tasks"][0]["state"]), (200, &json!("RUNNING")), "{status}");
+    let connections = proxy.accepted();
+    assert!(connections >= 10, "the sink opened {connections} connections: the cuts did not reach its uploads");
+    let log = sluice_tests::strip_ansi(&w.output());
+    let retried = log.matches("sink put failed").count();
+    sluice_tests::report_figures(json!({
+        "schedule": "S3 uploads throttled to 3 MB/s and cut every 2 s (multipart, 5 MB parts), then answers 300 ms late",
+        "faults": "15 cuts, 10 s of latency", "destination": "S3 (JSON objects)",
+        "written": rows, "lost": 0, "duplicated": duplicates, "connections": connections, "sink_retries": retried,
+    }));
+}
+
+/// Sends `signal` (STOP or CONT) to the test broker's process.
+fn signal_broker(dir: &std::path::Path, signal: &str) {
+    let pid = std::fs::read_to_string(dir.join("broker.pid")).expect("the broker's pid file");
+    let ok = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.trim()).status().expect("kill").success();
+    assert!(ok, "kill -{signal} {pid}");
+}
+
+#[test]
+fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_timeout() {
+    const TOTAL: usize = 8_000;
+    let dir = tempfile::tempdir().unwrap();
+    let broker_dir = dir.path().join("broker");
+    let broker = KafkaBroker::start(&broker_dir);
+    let input = dir.path().join("in.txt");
+    let output = dir.path().join("out.txt");
+    std::fs::write(&input, "").unwrap();
+    let props: Vec<(String, String)> = [
+        ("bootstrap.servers", broker.bootstrap.as_str()),
+        ("group.id", "stall"),
+        ("config.storage.topic", "stall-configs"),
+        ("offset.storage.topic", "stall-offsets"),
+        ("status.storage.topic", "stall-status"),
+        ("offset.flush.interval.ms", "200"),
+        ("session.timeout.ms", "10000"),
+        ("heartbeat.interval.ms", "2000"),
+        ("consumer.fetch.max.wait.ms", "100"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let w = Worker::launch(&dir.path().join("worker"), Launch::Distributed { props });
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = w.post(
+        "/connectors",
+        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "lines"}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    w.wait_running("src", 1);
+    w.wait_running("sink", 1);
+
+    // 100 lines every 0.5 s, for 40 s.
+    let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(500));
+    std::thread::sleep(Duration::from_secs(5));
+    // The broker answers nothing for 25 s (its process stopped: a long pause), two and a
+    // half session timeouts.
+    signal_broker(&broker_dir, "STOP");
+    let at_stop = read_lines(&output).len();
+    std::thread::sleep(Duration::from_secs(25));
+    let during = read_lines(&output).len() - at_stop;
+    signal_broker(&broker_dir, "CONT");
+    let resumed = std::time::Instant::now();
+    // Recovered: every line written before the broker came back is in the output.
+    let before = read_lines(&input).len();
+    w.eventually(Duration::from_secs(180), "the lines written during the stall in the output file", || {
+        read_lines(&output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= before
+    });
+    let recovered = resumed.elapsed();
+    writer.join();
+
+    let expected = numbered_lines(TOTAL);
+    eventually(Duration::from_secs(180), "every line in the output file", || {
+        read_lines(&output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= TOTAL
+    });
+    let out = read_lines(&output);
+    let firsts = first_deliveries(&out);
+    assert!(
+        firsts == expected,
+        "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}",
+        firsts.len(),
+        firsts.iter().zip(&expected).position(|(a, b)| a != b)
+    );
+    for c in ["src", "sink"] {
+        w.eventually(Duration::from_secs(60), "RUNNING after the stall", || {
+            let (code, status) = w.get(&format!("/connectors/{c}/status"));
+            code == 200 && status["connector"]["state"] == "RUNNING" && status["tasks"][0]["state"] == "RUNNING"
+        });
+    }
+    let log = sluice_tests::strip_ansi(&w.output());
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect();
+    assert!(!warnings.is_empty(), "the stalled broker left no trace in the worker's log");
+    eprintln!("first warning: {}", warnings[0]);
+    sluice_tests::report_figures(json!({
+        "schedule": "Kafka broker stopped (SIGSTOP) for 25 s, past session.timeout.ms=10000, distributed mode",
+        "faults": "1 broker stall of 25 s", "destination": "Kafka topic → FileStreamSink",
+        "written": TOTAL, "delivered": out.len(), "lost": 0, "duplicated": out.len() - TOTAL,
+        "recovery_s": (recovered.as_secs_f64() * 10.0).round() / 10.0, "warnings": warnings.len(),
+        "delivered_during_stall": during,
+    }));
 }

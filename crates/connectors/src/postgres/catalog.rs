@@ -2,6 +2,7 @@
 //! management, and the column metadata that shapes each table's schemas.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use pgwire_replication::Lsn;
 use sluice_api::{ConnectError, ConnectResult};
@@ -62,13 +63,30 @@ pub struct SlotInfo {
     pub active: bool,
 }
 
+/// How long opening a session may take in all (TCP, TLS, authentication): a server behind a
+/// network that drops packets answers nothing, and the attempt must end to be retried.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The error of a session that could not be opened within [`CONNECT_TIMEOUT`].
+pub fn connect_timed_out(cfg: &PostgresConfig, what: &str) -> ConnectError {
+    ConnectError::retriable(format!(
+        "no answer from Postgres at {}:{} within {} s while opening {what}; retrying",
+        cfg.hostname,
+        cfg.port,
+        CONNECT_TIMEOUT.as_secs()
+    ))
+}
+
 /// Opens an ordinary session; errors name the configuration key at fault where they can.
 pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectError)> {
     let tls = cfg.tls.connector().map_err(|e| {
         let key = cfg.tls.key_in(&e);
         (key.to_owned(), ConnectError::config(key, e))
     })?;
-    match cfg.pg_config().connect(tls).await {
+    let Ok(connected) = tokio::time::timeout(CONNECT_TIMEOUT, cfg.pg_config().connect(tls)).await else {
+        return Err((config::HOSTNAME.to_owned(), connect_timed_out(cfg, "a session")));
+    };
+    match connected {
         Ok((client, connection)) => {
             tokio::spawn(async move {
                 if let Err(e) = connection.await {

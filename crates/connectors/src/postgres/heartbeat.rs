@@ -47,7 +47,16 @@ impl HeartbeatAction {
             self.client = Some(catalog::connect(cfg).await.map_err(|(_, e)| e)?);
         }
         let client = self.client.as_ref().expect("connected above");
-        match client.batch_execute(&self.query).await {
+        let Ok(done) = tokio::time::timeout(catalog::CONNECT_TIMEOUT, client.batch_execute(&self.query)).await else {
+            self.client = None;
+            return Err(ConnectError::retriable(format!(
+                "{HEARTBEAT_ACTION_QUERY}: no answer from Postgres at {}:{} within {} s; retrying",
+                cfg.hostname,
+                cfg.port,
+                catalog::CONNECT_TIMEOUT.as_secs()
+            )));
+        };
+        match done {
             Ok(()) => {
                 tracing::debug!("heartbeat action query executed");
                 Ok(())

@@ -102,7 +102,10 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
 /// transaction has started reading... or ended.
 pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(ReplicationClient, Lsn, String)> {
     let (rc, identity_copy) = replication_config(cfg, Lsn(0), Lsn(0))?;
-    let mut client = ReplicationClient::connect_gated(rc).await.map_err(|e| stream_error(cfg, e))?;
+    let mut client = match tokio::time::timeout(catalog::CONNECT_TIMEOUT, ReplicationClient::connect_gated(rc)).await {
+        Ok(connected) => connected.map_err(|e| stream_error(cfg, e))?,
+        Err(_) => return Err(catalog::connect_timed_out(cfg, "a replication session")),
+    };
     let rows =
         client.simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name)).await.map_err(|e| {
             match e {
@@ -183,7 +186,16 @@ pub struct Stream {
     /// The WAL end of the last keepalive received between transactions: everything before
     /// it was decoded and read.
     idle_wal_end: Lsn,
+    /// When the server last sent anything, or answered a probe.
+    last_heard: Instant,
 }
+
+/// How long the stream may stay silent before the server is asked, on the catalog session,
+/// whether it is still there: an idle database sends nothing, and a network that drops
+/// packets does not end the connection either.
+const SILENCE: Duration = Duration::from_secs(30);
+/// How long that probe may go unanswered before the stream counts as lost.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An `execute-snapshot` signal of type blocking: the stream stops after it, and the task
 /// reads the tables before streaming on.
@@ -215,8 +227,15 @@ impl Stream {
     /// Opens the stream at `handed.resume`, reporting `confirmed` as flushed.
     pub async fn open(cfg: &PostgresConfig, handed: Handed, confirmed: Lsn) -> ConnectResult<Self> {
         let (rc, identity_copy) = replication_config(cfg, handed.resume, confirmed)?;
-        let mut client = ReplicationClient::connect(rc).await.map_err(|e| stream_error(cfg, e))?;
-        client.wait_started().await.map_err(|e| stream_error(cfg, e))?;
+        let started = async {
+            let mut client = ReplicationClient::connect(rc).await?;
+            client.wait_started().await?;
+            Ok(client)
+        };
+        let client = match tokio::time::timeout(catalog::CONNECT_TIMEOUT, started).await {
+            Ok(started) => started.map_err(|e| stream_error(cfg, e))?,
+            Err(_) => return Err(catalog::connect_timed_out(cfg, "the replication stream")),
+        };
         drop(identity_copy); // the session is up
         tracing::info!(slot = %cfg.slot_name, start = %handed.resume, %confirmed, "replication stream started");
         Ok(Self {
@@ -235,7 +254,36 @@ impl Stream {
             blocking: None,
             last_xid: 0,
             idle_wal_end: Lsn(0),
+            last_heard: Instant::now(),
         })
+    }
+
+    /// After [`SILENCE`]: a query on the catalog session must be answered within
+    /// [`PROBE_TIMEOUT`], or the stream is given up (retriably) and opened again. A catalog
+    /// session that is closed or fails proves nothing either way (a server shutting down
+    /// ends ordinary sessions first and keeps the stream): the stream goes on.
+    async fn probe(&mut self, ctx: &StreamContext<'_>) -> ConnectResult<()> {
+        if ctx.catalog.is_closed() {
+            return Ok(());
+        }
+        match tokio::time::timeout(PROBE_TIMEOUT, ctx.catalog.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => {
+                self.last_heard = Instant::now();
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "the silence probe failed on the catalog session; streaming goes on");
+                self.last_heard = Instant::now();
+                Ok(())
+            }
+            Err(_) => Err(ConnectError::retriable(format!(
+                "no answer from Postgres at {}:{}: the replication stream was silent for {} s and a probe query got no answer within {} s",
+                ctx.cfg.hostname,
+                ctx.cfg.port,
+                SILENCE.as_secs(),
+                PROBE_TIMEOUT.as_secs()
+            ))),
+        }
     }
 
     /// Reports `lsn` as flushed with the next standby status update.
@@ -294,11 +342,17 @@ impl Stream {
         }
         while out.len() < max {
             let event = match tokio::time::timeout_at(deadline, self.client.recv()).await {
-                Err(_) => break,
+                Err(_) => {
+                    if self.last_heard.elapsed() >= SILENCE {
+                        self.probe(ctx).await?;
+                    }
+                    break;
+                }
                 Ok(Ok(Some(ev))) => ev,
                 Ok(Ok(None)) => return Err(ConnectError::retriable("replication stream ended")),
                 Ok(Err(e)) => return Err(stream_error(ctx.cfg, e)),
             };
+            self.last_heard = Instant::now();
             let before = out.len();
             match event {
                 ReplicationEvent::Begin { final_lsn, xid, commit_time_micros } => {

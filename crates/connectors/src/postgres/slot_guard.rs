@@ -82,7 +82,12 @@ impl SlotGuardConfig {
             "drop-and-resnapshot" => LagAction::Resnapshot,
             _ => LagAction::Warn,
         };
-        Ok(Self { interval: Duration::from_millis(c.int(CHECK_INTERVAL_MS).max(100) as u64), warn_bytes: bytes(WARN_BYTES), pause_bytes: bytes(PAUSE_BYTES), action })
+        Ok(Self {
+            interval: Duration::from_millis(c.int(CHECK_INTERVAL_MS).max(100) as u64),
+            warn_bytes: bytes(WARN_BYTES),
+            pause_bytes: bytes(PAUSE_BYTES),
+            action,
+        })
     }
 }
 
@@ -122,7 +127,9 @@ impl SlotGuardConfig {
         if let Some(pause) = self.pause_bytes.filter(|p| retained >= *p) {
             let text = format!("replication slot {slot:?} retains {retained} bytes of WAL, past {PAUSE_BYTES}={pause}");
             return match self.action {
-                LagAction::Fail => Verdict::Fail(format!("{text} ({ACTION}=fail): the task stops before the database's disk fills; find why it fell behind, then restart it")),
+                LagAction::Fail => Verdict::Fail(format!(
+                    "{text} ({ACTION}=fail): the task stops before the database's disk fills; find why it fell behind, then restart it"
+                )),
                 LagAction::Warn => Verdict::Warn(text),
                 LagAction::Resnapshot => Verdict::Resnapshot(text),
             };
@@ -147,6 +154,9 @@ pub struct SlotGuard {
     warned: bool,
 }
 
+/// How long a check may wait for the server.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl SlotGuard {
     pub fn new(config: SlotGuardConfig) -> Self {
         Self { config, last: None, warned: false }
@@ -156,23 +166,33 @@ impl SlotGuard {
     /// past the pause threshold with `fail`; `Some(reason)` when it must be dropped and the
     /// tables snapshotted again (`drop-and-resnapshot`). A failed read is logged and tried
     /// again at the next check (the stream reports a lost database itself).
-    pub async fn maybe_check(&mut self, catalog: &Client, slot: &str, metrics: &super::metrics::DebeziumMetrics) -> ConnectResult<Option<String>> {
+    pub async fn maybe_check(
+        &mut self,
+        catalog: &Client,
+        slot: &str,
+        metrics: &super::metrics::DebeziumMetrics,
+    ) -> ConnectResult<Option<String>> {
         if self.last.is_some_and(|l| l.elapsed() < self.config.interval) {
             return Ok(None);
         }
         self.last = Some(Instant::now());
-        let row = catalog
-            .query_opt(
-                "SELECT wal_status, safe_wal_size, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint \
-                 FROM pg_replication_slots WHERE slot_name = $1",
-                &[&slot],
-            )
-            .await;
-        let row = match row {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(None),
-            Err(e) => {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&slot];
+        let query = catalog.query_opt(
+            "SELECT wal_status, safe_wal_size, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint \
+             FROM pg_replication_slots WHERE slot_name = $1",
+            &params,
+        );
+        // Bounded: a server that does not answer is the stream's to notice (see
+        // `replication::Stream::probe`), not a reason to stop reading it.
+        let row = match tokio::time::timeout(CHECK_TIMEOUT, query).await {
+            Ok(Ok(Some(r))) => r,
+            Ok(Ok(None)) => return Ok(None),
+            Ok(Err(e)) => {
                 tracing::debug!(error = %e, "could not read the replication slot's state; trying again at the next check");
+                return Ok(None);
+            }
+            Err(_) => {
+                tracing::debug!("no answer to the replication slot's state in time; trying again at the next check");
                 return Ok(None);
             }
         };

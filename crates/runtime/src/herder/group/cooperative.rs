@@ -91,6 +91,10 @@ pub struct IncrementalAssignor {
     delay: u64,
     previous_generation: i32,
     previous_members: BTreeSet<String>,
+    /// The previous round's members' URLs.
+    previous_urls: BTreeMap<String, String>,
+    /// Members gone while a delay is pending, with their URLs.
+    departed: BTreeMap<String, String>,
     successive_revoking_rounds: u32,
 }
 
@@ -107,6 +111,8 @@ impl IncrementalAssignor {
             delay: 0,
             previous_generation: -1,
             previous_members: BTreeSet::new(),
+            previous_urls: BTreeMap::new(),
+            departed: BTreeMap::new(),
             successive_revoking_rounds: 0,
         }
     }
@@ -155,11 +161,13 @@ impl IncrementalAssignor {
                 (id.clone(), Load { worker: id.clone(), connectors: a.connectors, tasks: a.tasks })
             })
             .collect();
+        let urls: BTreeMap<String, String> = round.members.iter().map(|(id, m)| (id.clone(), m.url.clone())).collect();
         let cluster = self.perform(
             &Units::configured(round.configured),
             round.last_completed_generation,
             round.generation,
             &members,
+            &urls,
             round.now_ms,
             round.restart,
         );
@@ -178,7 +186,8 @@ impl IncrementalAssignor {
     ) -> ClusterAssignment {
         let members =
             members.iter().map(|(id, (c, t))| (id.clone(), Load { worker: id.clone(), connectors: c.clone(), tasks: t.clone() })).collect();
-        self.perform(configured, last_completed_generation, generation, &members, now_ms, &Units::default())
+        let urls = BTreeMap::new();
+        self.perform(configured, last_completed_generation, generation, &members, &urls, now_ms, &Units::default())
     }
 
     /// The delay the last round handed out (ms).
@@ -192,6 +201,7 @@ impl IncrementalAssignor {
         last_completed_generation: i32,
         generation: i32,
         members: &BTreeMap<String, Load>,
+        urls: &BTreeMap<String, String>,
         now: u64,
         restart: &Units,
     ) -> ClusterAssignment {
@@ -250,7 +260,7 @@ impl IncrementalAssignor {
             }
         }
 
-        let lost_to_reassign = self.handle_lost(&lost, &mut next, now);
+        let lost_to_reassign = self.handle_lost(&lost, &mut next, urls, now);
 
         // No load-balancing revocations while a delayed rebalance is pending.
         if self.delay == 0 {
@@ -301,13 +311,19 @@ impl IncrementalAssignor {
         self.previous_assignment = previous;
         self.previous_generation = generation;
         self.previous_members = members.keys().cloned().collect();
+        self.previous_urls = urls.clone();
         cluster.revoked = to_revoke;
         cluster
     }
 
     /// `handleLostAssignments`: what of `lost` is to be dealt now; lost work given to
     /// candidate workers directly goes into `next`.
-    fn handle_lost(&mut self, lost: &Units, next: &mut [Load], now: u64) -> Units {
+    ///
+    /// Beyond Connect: when every departed member's URL is a current member's, the workers
+    /// that left are back under new member ids (their sessions expired while the broker or
+    /// the network stalled, and they gave up their work to rejoin), so their work is dealt at
+    /// once instead of after `scheduled.rebalance.max.delay.ms`.
+    fn handle_lost(&mut self, lost: &Units, next: &mut [Load], urls: &BTreeMap<String, String>, now: u64) -> Units {
         if lost.is_empty() && !self.revoked_in_previous {
             self.reset_delay();
             return Units::default();
@@ -315,6 +331,21 @@ impl IncrementalAssignor {
         let active: BTreeSet<&String> = next.iter().map(|l| &l.worker).collect();
         if self.scheduled_rebalance == 0 && self.previous_members.iter().all(|m| active.contains(m)) {
             // Nobody left: the previous round's assignment just did not reach someone.
+            return lost.clone();
+        }
+        for m in self.previous_members.iter().filter(|m| !active.contains(m)) {
+            if let Some(url) = self.previous_urls.get(m) {
+                self.departed.insert(m.clone(), url.clone());
+            }
+        }
+        if !lost.is_empty() && !self.departed.is_empty() && self.departed.values().all(|u| urls.values().any(|v| v == u)) {
+            tracing::info!(
+                workers = ?self.departed.values().collect::<BTreeSet<_>>(),
+                connectors = lost.connectors.len(),
+                tasks = lost.tasks.len(),
+                "the departed workers are back under new member ids; dealing their work at once"
+            );
+            self.reset_delay();
             return lost.clone();
         }
         if self.max_delay == 0 {
@@ -357,6 +388,7 @@ impl IncrementalAssignor {
 
     fn reset_delay(&mut self) {
         self.candidate_workers.clear();
+        self.departed.clear();
         self.scheduled_rebalance = 0;
         self.delay = 0;
     }

@@ -39,7 +39,9 @@ impl Group {
             .held
             .iter()
             .map(|(id, a)| {
-                (id.clone(), WorkerState { url: format!("http://{id}/"), config_offset: self.config_offset, assignment: a.clone() })
+                // `w2#2` is worker w2 rejoined under a new member id: the same URL.
+                let url = format!("http://{}/", id.split('#').next().unwrap());
+                (id.clone(), WorkerState { url, config_offset: self.config_offset, assignment: a.clone() })
             })
             .collect();
         let leader = members.keys().next().unwrap().clone();
@@ -245,6 +247,40 @@ fn a_worker_that_returns_within_the_delay_gets_its_old_work_back() {
     assert!(out["w1"].connectors.is_empty() && out["w1"].tasks.is_empty() && out["w3"].tasks.is_empty());
     g.assert_complete();
     assert!(Group::nothing_moves(&g.round()));
+}
+
+#[test]
+fn a_worker_back_under_a_new_member_id_gets_its_work_at_once() {
+    // Its session expired (a broker that stalled) and it gave up its work to rejoin: the
+    // same URL, a new member id, nothing running.
+    let mut g = Group::new(&["w1"], &[("a", 2), ("b", 1)]);
+    g.round();
+    let gone = g.units("w1");
+    g.held.remove("w1");
+    g.held.insert("w1#2".into(), None);
+    g.now += 100;
+    let out = g.round();
+    assert!(out.values().all(|a| a.delay == 0), "{out:?}");
+    assert_eq!(g.units("w1#2"), gone, "everything it ran, at once");
+    g.assert_complete();
+
+    // Two workers out, one back: the delay holds until the other is back too.
+    let mut g = Group::new(&["w1", "w2", "w3"], &[("a", 4), ("b", 2)]);
+    g.round();
+    g.held.remove("w1");
+    g.held.remove("w2");
+    g.held.insert("w1#2".into(), None);
+    g.now += 100;
+    let out = g.round();
+    assert!(Group::nothing_moves(&out) && out.values().all(|a| a.delay == MAX_DELAY as i32), "{out:?}");
+    g.held.insert("w2#2".into(), None);
+    g.now += 1_000;
+    let out = g.round();
+    assert!(out.values().all(|a| a.delay == 0), "{out:?}");
+    g.assert_complete();
+    g.settle();
+    g.assert_complete();
+    g.assert_balanced();
 }
 
 #[test]
