@@ -36,6 +36,7 @@ mod rest;
 mod rest_auth;
 mod rest_fuzz;
 mod rest_golden;
+mod rest_openapi;
 mod rest_tls;
 mod s3;
 mod secrets;

@@ -53,6 +53,7 @@ mod forward;
 pub mod health;
 pub mod loggers;
 pub mod offsets;
+pub mod openapi;
 pub mod plugins;
 pub mod request;
 pub mod root;
@@ -121,6 +122,7 @@ fn routes(state: RestState, serves: Serves) -> Router {
         .route("/health", get(root::health))
         .route("/health/connectors", get(health::connectors))
         .route("/metrics", get(root::metrics))
+        .route("/openapi.json", get(openapi::document))
         .route("/connectors", get(connectors::list).post(connectors::create))
         .route("/connectors/{connector}", get(connectors::info).delete(connectors::delete))
         .route("/connectors/{connector}/config", get(connectors::config).put(connectors::put_config).patch(connectors::patch_config))
