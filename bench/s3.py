@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from harness import StandaloneWorker  # noqa: E402
+from harness import StandaloneWorker, free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sluice-target"))
@@ -36,12 +36,6 @@ def ensure_boto3():
     except ImportError:
         venv = subprocess.run(["bash", S3SH, "install"], check=True, capture_output=True, text=True).stdout.strip()
         os.execv(os.path.join(venv, "bin", "python"), [os.path.join(venv, "bin", "python")] + sys.argv)
-
-
-
-
-
-
 
 
 def objects(s3, prefix):

@@ -41,6 +41,7 @@ mod rest_tls;
 mod s3;
 mod secrets;
 mod slot_guard;
+mod soak;
 mod snapshot_modes;
 mod status_page;
 mod tls;
