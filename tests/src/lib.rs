@@ -319,6 +319,22 @@ impl Worker {
     }
 
     /// Waits until the connector and all its (≥ `tasks`) tasks are RUNNING.
+    /// Connectors `src` (FileStreamSource: `input` into `topic`, with `source_extra` keys)
+    /// and `sink` (FileStreamSink: `topic` into `output`), both RUNNING.
+    pub fn start_file_pipeline(&self, input: &Path, output: &Path, topic: &str, source_extra: &[(&str, &str)]) {
+        let mut source = json!({"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": topic});
+        for (k, v) in source_extra {
+            source[*k] = json!(v);
+        }
+        let (code, body) = self.post("/connectors", &json!({"name": "src", "config": source}));
+        assert_eq!(code, 201, "{body}");
+        let sink = json!({"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": topic});
+        let (code, body) = self.post("/connectors", &json!({"name": "sink", "config": sink}));
+        assert_eq!(code, 201, "{body}");
+        self.wait_running("src", 1);
+        self.wait_running("sink", 1);
+    }
+
     pub fn wait_running(&self, name: &str, tasks: usize) -> Json {
         self.wait_for(&format!("/connectors/{name}/status"), Duration::from_secs(30), |code, b| {
             code == 200
@@ -633,6 +649,19 @@ impl LineWriter {
             t.join().expect("the line writer panicked");
         }
     }
+}
+
+/// Asserts that `delivered`, duplicates set aside, is exactly [`numbered_lines`]`(total)` in
+/// order (`what` names where the lines were read).
+pub fn assert_first_deliveries(delivered: &[String], total: usize, what: &str) {
+    let expected = numbered_lines(total);
+    let firsts = first_deliveries(delivered);
+    assert!(
+        firsts == expected,
+        "{what} holds every line, first deliveries in input order: {} unique of {total}, first difference at {:?}",
+        firsts.len(),
+        firsts.iter().zip(&expected).position(|(a, b)| a != b)
+    );
 }
 
 /// Each distinct item at its first occurrence, in order: what an at-least-once stream

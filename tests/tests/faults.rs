@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_tests::{
-    eventually, first_deliveries, json, numbered_lines, read_lines, Fault, FaultProxy, Json, KafkaBroker, Launch, LineWriter, Moto,
-    Postgres, SqlWriter, Worker,
+    assert_first_deliveries, eventually, json, read_lines, Fault, FaultProxy, Json, KafkaBroker, Launch, LineWriter, Moto, Postgres,
+    SqlWriter, Worker,
 };
 
 const TOPIC: &str = "flt.public.items";
@@ -90,6 +90,16 @@ fn start_source(pg: &Postgres, port: u16, dir: &std::path::Path) -> Worker {
     w
 }
 
+/// Postgres, a fault proxy in front of it and a worker whose source reaches it through the
+/// proxy, its snapshot read.
+fn start_source_behind_proxy() -> (Postgres, FaultProxy, tempfile::TempDir, Worker) {
+    let pg = Postgres::start();
+    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
+    let dir = tempfile::tempdir().unwrap();
+    let w = start_source(&pg, proxy.port, dir.path());
+    (pg, proxy, dir, w)
+}
+
 /// Inserts above the snapshot and updates across it, written straight to Postgres.
 fn start_writer(pg: &Postgres) -> SqlWriter {
     SqlWriter::start(pg, Duration::from_millis(5), move |i| {
@@ -124,11 +134,8 @@ fn check_topic(pg: &Postgres, w: &Worker, data: &std::path::Path) -> Vec<Json> {
 
 #[test]
 fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
-    let pg = Postgres::start();
-    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
-    let dir = tempfile::tempdir().unwrap();
+    let (pg, proxy, dir, w) = start_source_behind_proxy();
     let data = dir.path().join("data");
-    let w = start_source(&pg, proxy.port, dir.path());
 
     let writer = start_writer(&pg);
     let accepted_before = proxy.accepted();
@@ -176,11 +183,8 @@ fn slot_then_offset(pg: &Postgres, w: &Worker) -> Option<(u64, u64)> {
 
 #[test]
 fn a_postgres_source_rides_out_a_60_s_black_hole_of_its_database() {
-    let pg = Postgres::start();
-    let proxy = FaultProxy::start(([127, 0, 0, 1], pg.port).into());
-    let dir = tempfile::tempdir().unwrap();
+    let (pg, proxy, dir, w) = start_source_behind_proxy();
     let data = dir.path().join("data");
-    let w = start_source(&pg, proxy.port, dir.path());
     let writer = start_writer(&pg);
     std::thread::sleep(Duration::from_secs(3));
 
@@ -391,18 +395,7 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
     let w = Worker::launch(&dir.path().join("worker"), Launch::Distributed { props });
-    let (code, body) = w.post(
-        "/connectors",
-        &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "lines"}}),
-    );
-    assert_eq!(code, 201, "{body}");
-    let (code, body) = w.post(
-        "/connectors",
-        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "lines"}}),
-    );
-    assert_eq!(code, 201, "{body}");
-    w.wait_running("src", 1);
-    w.wait_running("sink", 1);
+    w.start_file_pipeline(&input, &output, "lines", &[]);
 
     // 100 lines every 0.5 s, for 40 s.
     let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(500));
@@ -423,18 +416,11 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
     let recovered = resumed.elapsed();
     writer.join();
 
-    let expected = numbered_lines(TOTAL);
     eventually(Duration::from_secs(180), "every line in the output file", || {
         read_lines(&output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= TOTAL
     });
     let out = read_lines(&output);
-    let firsts = first_deliveries(&out);
-    assert!(
-        firsts == expected,
-        "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}",
-        firsts.len(),
-        firsts.iter().zip(&expected).position(|(a, b)| a != b)
-    );
+    assert_first_deliveries(&out, TOTAL, "the output file");
     for c in ["src", "sink"] {
         w.eventually(Duration::from_secs(60), "RUNNING after the stall", || {
             let (code, status) = w.get(&format!("/connectors/{c}/status"));

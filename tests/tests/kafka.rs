@@ -9,7 +9,7 @@ use sluice_api::TopicPartition;
 use sluice_runtime::log::kafka::{KafkaLog, KafkaOptions};
 use sluice_runtime::log::CleanupPolicy;
 use sluice_runtime::log::Log;
-use sluice_tests::{eventually, first_deliveries, json, numbered_lines, read_lines, KafkaBroker, Launch, LineWriter, Worker};
+use sluice_tests::{assert_first_deliveries, eventually, json, read_lines, KafkaBroker, Launch, LineWriter, Worker};
 
 fn kafka_log(bootstrap: &str) -> KafkaLog {
     let props = [("bootstrap.servers".to_owned(), bootstrap.to_owned())].into_iter().collect();
@@ -59,15 +59,7 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
             ("producer.linger.ms", "5"),
         ],
     );
-    let (code, body) = w.post("/connectors", &json!({"name": "src", "config": {"connector.class": "FileStreamSource", "file": input.to_str().unwrap(), "topic": "stream", "batch.size": "500"}}));
-    assert_eq!(code, 201, "{body}");
-    let (code, body) = w.post(
-        "/connectors",
-        &json!({"name": "sink", "config": {"connector.class": "FileStreamSink", "file": output.to_str().unwrap(), "topics": "stream"}}),
-    );
-    assert_eq!(code, 201, "{body}");
-    w.wait_running("src", 1);
-    w.wait_running("sink", 1);
+    w.start_file_pipeline(&input, &output, "stream", &[("batch.size", "500")]);
 
     let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(20));
     let mut kills = 0;
@@ -84,30 +76,17 @@ fn standalone_on_kafka_survives_sigkill_mid_stream() {
     }
     writer.join();
 
-    let expected = numbered_lines(TOTAL);
     eventually(Duration::from_secs(90), "every line in the output file", || {
         read_lines(&output).into_iter().collect::<BTreeSet<_>>().len() >= TOTAL
     });
     let out = read_lines(&output);
-    let firsts = first_deliveries(&out);
-    assert!(
-        firsts == expected,
-        "every line reaches the sink, first deliveries in input order: {} unique of {TOTAL}, first difference at {:?}",
-        firsts.len(),
-        firsts.iter().zip(&expected).position(|(a, b)| a != b)
-    );
+    assert_first_deliveries(&out, TOTAL, "the output file");
 
     // The records are in the broker's topic (the source may have sent some twice after a
     // SIGKILL: at least once), and only the data topic is there: the worker's own topics
     // stay in its embedded log.
     let (values, topics) = topic_values(&broker.bootstrap, "stream");
-    let firsts = first_deliveries(&values);
-    assert!(
-        firsts == expected,
-        "the Kafka topic holds every line in order: {} unique of {TOTAL}, first difference at {:?}",
-        firsts.len(),
-        firsts.iter().zip(&expected).position(|(a, b)| a != b)
-    );
+    assert_first_deliveries(&values, TOTAL, "the Kafka topic");
     assert!(topics.contains(&"stream".to_owned()), "{topics:?}");
     assert!(!topics.iter().any(|t| t.starts_with("connect-")), "internal topics must not be in Kafka: {topics:?}");
     assert!(dir.path().join("worker/data/topics/connect-offsets").exists(), "the offsets topic lives in the embedded log");
