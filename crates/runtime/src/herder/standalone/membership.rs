@@ -275,6 +275,20 @@ impl StandaloneHerder {
         cluster.signing.verify(key.as_ref(), signature, body)
     }
 
+    /// The entries, caught up, for an internal request about connector `name` that only the
+    /// leader carries out (`refusal`: Connect's answer on a follower).
+    async fn leader_entries(&self, name: &str, refusal: &str) -> HerderResult<tokio::sync::MutexGuard<'_, BTreeMap<String, Entry>>> {
+        let mut entries = self.entries.lock().await;
+        self.catch_up(&mut entries).await;
+        if !entries.contains_key(name) {
+            return Err(HerderError::connector_not_found(name));
+        }
+        if !self.cluster().view().leader {
+            return Err(HerderError::Conflict(refusal.into()));
+        }
+        Ok(entries)
+    }
+
     /// Internal `POST /connectors/{name}/tasks` on the leader (a follower forwards it):
     /// writes the task configs the connector's worker generated.
     pub(super) async fn put_task_configs_from_worker(
@@ -286,15 +300,8 @@ impl StandaloneHerder {
         self.verify_internal(signature, body)?;
         let tasks: Vec<sluice_api::Props> = serde_json::from_slice(body)
             .map_err(|e| HerderError::BadRequest(format!("Task configs must be a JSON list of string maps: {e}")))?;
-        let mut entries = self.entries.lock().await;
-        self.catch_up(&mut entries).await;
-        if !entries.contains_key(name) {
-            return Err(HerderError::connector_not_found(name));
-        }
-        if !self.cluster().view().leader {
-            return Err(HerderError::Conflict("Only the leader may write task configurations.".into()));
-        }
-        if entries.get(name).is_some_and(|e| e.state.tasks == tasks) {
+        let mut entries = self.leader_entries(name, "Only the leader may write task configurations.").await?;
+        if entries[name].state.tasks == tasks {
             return Ok(());
         }
         self.configs.put_task_configs(name, &tasks).await.map_err(|e| HerderError::Internal(e.to_string()))?;
@@ -314,13 +321,8 @@ impl StandaloneHerder {
         signature: Option<&InternalSignature>,
     ) -> HerderResult<()> {
         self.verify_internal(signature, body)?;
-        let mut entries = self.entries.lock().await;
-        self.catch_up(&mut entries).await;
-        let Some(entry) = entries.get(name) else { return Err(HerderError::connector_not_found(name)) };
-        if !self.cluster().view().leader {
-            return Err(HerderError::Conflict("Only the leader may perform zombie fencing.".into()));
-        }
-        let count = entry.state.tasks.len() as u32;
+        let entries = self.leader_entries(name, "Only the leader may perform zombie fencing.").await?;
+        let count = entries[name].state.tasks.len() as u32;
         let group = self.worker.props.get("group.id").cloned().unwrap_or_default();
         for task in 0..count {
             let id = crate::task::exactly_once::transactional_id(&group, name, task);
