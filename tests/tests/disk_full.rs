@@ -110,6 +110,6 @@ fn a_full_log_disk_fails_appends_and_the_pipeline_catches_up_when_room_returns()
         "schedule": "the embedded log's 3 MB filesystem fills, then grows to 64 MB",
         "faults": "disk full", "destination": "embedded log (topic)",
         "written": expected.len(), "delivered_distinct": got.len(), "lost": 0, "stored_before_full": stored,
-        "trace": trace.lines().next().unwrap_or(""),
+        "trace": trace.lines().find(|l| l.contains("No space left")).unwrap_or(""),
     }));
 }

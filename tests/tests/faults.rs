@@ -196,12 +196,8 @@ fn a_postgres_source_rides_out_a_60_s_black_hole_of_its_database() {
     while hole.elapsed() < Duration::from_secs(60) {
         let (_, status) = w.get("/connectors/flt/status");
         if let Some(trace) = status["tasks"][0]["trace"].as_str() {
-            traces.push(format!(
-                "{:>3} s {} {}",
-                hole.elapsed().as_secs(),
-                status["tasks"][0]["state"],
-                trace.lines().next().unwrap_or("")
-            ));
+            // (seconds into the hole, state, the trace's first line)
+            traces.push((hole.elapsed().as_secs(), status["tasks"][0]["state"].to_string(), trace.lines().next().unwrap_or("").to_owned()));
         }
         if let Some((slot, resume)) = slot_then_offset(&pg, &w) {
             assert!(slot <= resume, "the slot was confirmed at {slot}, past the stored offset's {resume}");
@@ -211,9 +207,8 @@ fn a_postgres_source_rides_out_a_60_s_black_hole_of_its_database() {
     }
     proxy.set(Fault::Pass);
     let recovered = std::time::Instant::now();
-    traces.dedup();
     assert!(
-        traces.iter().any(|t| t.contains("no answer from Postgres")),
+        traces.iter().any(|(_, _, t)| t.contains("no answer from Postgres")),
         "the lost database was never visible in the task's trace during the black hole: {traces:?}\nworker output:\n{}",
         w.output()
     );
@@ -231,7 +226,8 @@ fn a_postgres_source_rides_out_a_60_s_black_hole_of_its_database() {
         "schedule": "Postgres black-holed for 60 s (nothing in or out, new connections unanswered)",
         "faults": "1 black hole of 60 s", "destination": "embedded log (topic)",
         "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
-        "recovery_s": (recovery.as_secs_f64() * 10.0).round() / 10.0, "slot_checks": checks, "traces": traces,
+        "recovery_s": (recovery.as_secs_f64() * 10.0).round() / 10.0, "slot_checks": checks,
+        "trace_from_s": traces[0].0, "trace_samples": traces.len(), "trace_state": traces[0].1, "trace": traces[0].2,
     }));
 }
 
