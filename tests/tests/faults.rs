@@ -1,10 +1,13 @@
-//! Network faults between sluice and Postgres, through the project's own fault proxy
-//! (`tests/src/fault_proxy.rs`), each schedule run while a writer changes the table:
+//! Faults between sluice and its services, mostly through the project's own fault proxy
+//! (`tests/src/fault_proxy.rs`), each schedule run while a writer changes the source:
 //! - the source's connections (catalog, snapshot and replication sessions) cut again and
-//!   again, then stalled past the status interval;
+//!   again, stalled past the status interval, and the replication session ended by the
+//!   server with its close passed on 2 s late;
 //! - a 60 s black hole of the database (nothing in or out, new connections unanswered);
 //! - the warehouse sink's connection cut between its `COMMIT` and the reply (the ambiguous
-//!   commit), again and again.
+//!   commit), again and again;
+//! - S3 uploads throttled and cut mid-part, then answered late;
+//! - the Kafka broker stopped (SIGSTOP) past `session.timeout.ms` in distributed mode.
 //!
 //! In the end the destination reproduces the table (nothing lost, nothing stale, and no
 //! duplicate in the warehouse), the task is RUNNING, the failure was visible meanwhile, and
@@ -149,6 +152,14 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
             proxy.set(Fault::Stall);
             std::thread::sleep(Duration::from_secs(5));
             proxy.set(Fault::Pass);
+        } else if round == 6 {
+            // The server ends the replication session; its close reaches sluice 2 s late.
+            proxy.set_slow_close(Duration::from_secs(2));
+            pg.sql(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'faults' AND active_pid IS NOT NULL",
+            );
+            std::thread::sleep(Duration::from_secs(3));
+            proxy.set_slow_close(Duration::ZERO);
         } else {
             proxy.reset_all();
         }
@@ -163,8 +174,8 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
     let log = sluice_tests::strip_ansi(&w.output());
     assert!(log.contains("replication stream failed"), "no cut was seen by the replication stream");
     sluice_tests::report_figures(json!({
-        "schedule": "Postgres connections cut every 2 s, then stalled 5 s",
-        "faults": "7 cuts, 1 stall of 5 s", "destination": "embedded log (topic)",
+        "schedule": "Postgres connections cut every 2 s, stalled 5 s, the replication session ended by the server with its close 2 s late",
+        "faults": "6 cuts, 1 stall of 5 s, 1 slow close", "destination": "embedded log (topic)",
         "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
         "reconnects": reconnects,
     }));
