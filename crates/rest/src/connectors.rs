@@ -62,11 +62,18 @@ fn to_value(v: impl serde::Serialize) -> Result<Value, HerderError> {
 /// `POST /connectors` with `{"name", "config", "initial_state"}`: 201 with the connector's
 /// info and a `Location` header; 409 (from the herder) if the name is taken.
 pub async fn create(State(state): State<RestState>, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    let (name, config, initial_state) = create_request(body)?;
+    let (_, info) = state.herder.put_connector_config(&name, config, false, initial_state).await?;
+    Ok(created(&headers, &name, info))
+}
+
+/// The name, config and initial state of a `POST /connectors` body, checked as far as it can
+/// be without the herder (which validates the config). Public for the fuzz targets in `fuzz/`.
+pub fn create_request(body: Value) -> ApiResult<(String, Props, Option<TargetState>)> {
     let CreateRequest { name, mut config, initial_state } = CreateRequest::parse(body)?;
     check_name_in_config(&name, &mut config)?;
     check_name(&name)?;
-    let (_, info) = state.herder.put_connector_config(&name, config, false, initial_state).await?;
-    Ok(created(&headers, &name, info))
+    Ok((name, config, initial_state))
 }
 
 /// Connect's `CreateConnectorRequest`.
@@ -189,9 +196,7 @@ pub async fn put_config(
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let mut config = request::string_map(body, "Connector configuration")?;
-    check_name_in_config(&name, &mut config)?;
-    check_name(&name)?;
+    let mut config = put_config_request(&name, body)?;
     if let Some(owner_keys) = crate::directory::guard(&state, &name).await? {
         config.extend(owner_keys);
     }
@@ -201,6 +206,15 @@ pub async fn put_config(
     } else {
         Ok(Json(info).into_response())
     }
+}
+
+/// The config of a `PUT /connectors/{name}/config` body, checked as far as it can be without
+/// the herder (which validates it). Public for the fuzz targets in `fuzz/`.
+pub fn put_config_request(name: &str, body: Value) -> ApiResult<Props> {
+    let mut config = request::string_map(body, "Connector configuration")?;
+    check_name_in_config(name, &mut config)?;
+    check_name(name)?;
+    Ok(config)
 }
 
 /// `PATCH /connectors/{name}/config`: merges the body into the config; a JSON null removes

@@ -36,11 +36,17 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             return Err(ApiError::unsupported_media_type());
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::new(e.status(), e.body_text()))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::bad_request("Request body is empty: expected a JSON document"));
-        }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))
+        parse_json(&bytes).map(JsonBody)
     }
+}
+
+/// The bytes of a request body as JSON, as [`JsonBody`] reads them (after the content type
+/// is checked): 400 when empty or not JSON.
+pub fn parse_json(bytes: &[u8]) -> ApiResult<Value> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("Request body is empty: expected a JSON document"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))
 }
 
 fn content_type_is_json(headers: &HeaderMap) -> bool {

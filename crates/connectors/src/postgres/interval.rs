@@ -39,8 +39,9 @@ impl Parts {
                     None => (1, word.strip_prefix('+').unwrap_or(word)),
                 };
                 let mut parts = hms.split(':');
-                p.hours = sign * parts.next()?.parse::<i64>().ok()?;
-                p.minutes = sign * parts.next()?.parse::<i64>().ok()?;
+                // Checked: a sign before a negative i64::MIN (never printed) must give None.
+                p.hours = parts.next()?.parse::<i64>().ok()?.checked_mul(sign)?;
+                p.minutes = parts.next()?.parse::<i64>().ok()?.checked_mul(sign)?;
                 p.second_micros = sign * parts.next().map_or(Some(0), seconds_as_micros)?;
                 if parts.next().is_some() {
                     return None;
@@ -136,6 +137,15 @@ mod tests {
         assert_eq!(iso("-00:00:00.25"), "P0Y0M0DT0H0M-0.25S");
         assert_eq!(iso("36:00:00.000001"), "P0Y0M0DT36H0M0.000001S");
         assert_eq!(iso("10 mons 00:00:59.999999"), "P0Y10M0DT0H0M59.999999S");
+    }
+
+    /// Found by the fuzz target `pg_text_value`: a time part with a sign before a negative
+    /// i64::MIN hour or minute overflowed when the sign was applied.
+    #[test]
+    fn fuzz_sign_before_the_smallest_hours_is_malformed() {
+        assert_eq!(Parts::parse("--9223372036854775808:017 -+:,6#03\u{1}\""), None);
+        assert_eq!(Parts::parse("-00:-9223372036854775808:00"), None);
+        assert_eq!(Parts::parse("+-9223372036854775808:00:00").map(|p| p.hours), Some(i64::MIN));
     }
 
     #[test]

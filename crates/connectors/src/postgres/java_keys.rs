@@ -332,8 +332,15 @@ fn big_integer(v: &Value) -> Option<String> {
     Some(if *signum < 0 { format!("-{text}") } else { text })
 }
 
-/// `unscaled × 10^-scale` in plain decimal notation.
+/// Postgres' numeric holds at most 131,072 digits before the point and 16,383 after: a key
+/// scaled beyond those is not one of its values (and would not fit a formatting width).
+const NUMERIC_SCALES: std::ops::RangeInclusive<i64> = -131_072..=16_383;
+
+/// `unscaled × 10^-scale` in plain decimal notation; `None` for a scale no numeric has.
 fn with_scale(unscaled: &str, scale: i64) -> Option<String> {
+    if !NUMERIC_SCALES.contains(&scale) {
+        return None;
+    }
     let (sign, digits) = unscaled.strip_prefix('-').map_or(("", unscaled), |d| ("-", d));
     if scale <= 0 {
         let zeros = "0".repeat(usize::try_from(-scale).ok()?);
@@ -745,5 +752,23 @@ mod tests {
         assert_eq!(with_scale("-5", 3).as_deref(), Some("-0.005"));
         assert_eq!(with_scale("7", -2).as_deref(), Some("700"));
         assert_eq!(with_scale("0", 0).as_deref(), Some("0"));
+        assert_eq!(with_scale("1", 16_383).map(|s| s.len()), Some(16_385));
+        assert_eq!(with_scale("1", 16_384), None);
+        assert_eq!(with_scale("1", -131_073), None);
+    }
+
+    /// Found by the fuzz target `pg_chunk_key`: Debezium's key of -98765432109876543210.123
+    /// with its BigDecimal scale changed from 3 to 196,611 panicked ("Formatting argument out
+    /// of range"); a scale no numeric has is refused like any key this reader cannot read.
+    #[test]
+    fn fuzz_decimal_scale_out_of_range_is_refused() {
+        let (_, recorded) = RECORDED[8];
+        let scale_3 = "787000000003737200146a6176612e6d6174682e426967496e7465676572";
+        assert!(recorded.contains(scale_3));
+        for scale in ["00030003", "7fffffff", "80000000", "00004000"] {
+            let hex = recorded.replace(scale_3, &scale_3.replacen("00000003", scale, 1));
+            assert_eq!(chunk_key(&hex), None, "scale {scale}");
+        }
+        assert_eq!(chunk_key(&recorded.replace(scale_3, &scale_3.replacen("00000003", "00003fff", 1))).map(|k| k[0].len()), Some(16_386));
     }
 }

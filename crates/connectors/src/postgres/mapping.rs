@@ -494,7 +494,7 @@ pub fn value(ty: &PgType, modes: &Modes, text: &str) -> Result<Value, String> {
         }
         PgType::TimeTz => {
             let (time, offset, _) = split_offset(text).ok_or_else(|| bad("timetz"))?;
-            let micros = parse_time(time).ok_or_else(|| bad("timetz"))? - offset * 1_000_000;
+            let micros = parse_time(time).and_then(|t| t.checked_sub(offset * 1_000_000)).ok_or_else(|| bad("timetz"))?;
             Value::String(format_time(micros.rem_euclid(86_400_000_000)) + "Z")
         }
         PgType::Timestamp { precision } => {
@@ -1111,6 +1111,16 @@ mod tests {
                 assert!(outcome.is_ok(), "type {oid}: value() panicked on {text:?}");
             }
         }
+    }
+
+    /// Found while writing the fuzz target `pg_text_value` (and replayed through it): a
+    /// timetz whose time of day is within a zone offset of i64::MAX microseconds overflowed
+    /// when the offset was applied ("attempt to subtract with overflow").
+    #[test]
+    fn fuzz_timetz_offset_overflow_is_an_error() {
+        let ty = builtin(1266, -1).unwrap();
+        assert!(value(&ty, &M, "2562047788:00:00-01").unwrap_err().contains("timetz"));
+        assert_eq!(value(&ty, &M, "12:00:00-01").unwrap(), Value::String("13:00:00Z".into()));
     }
 
     #[test]

@@ -75,6 +75,9 @@ mod config;
 mod connector;
 mod decode;
 mod envelope;
+/// Entry points for the fuzz targets in `fuzz/`; not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod geometry;
 mod heartbeat;
 mod incremental;

@@ -92,6 +92,9 @@ use super::{AppendFuture, CleanupPolicy, Log, LogError, LogResult, LogStat, NewT
 
 mod compaction;
 mod frame;
+/// An entry point for the fuzz targets in `fuzz/`; not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod groups;
 mod maintenance;
 mod partition;

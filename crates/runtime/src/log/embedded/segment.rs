@@ -250,11 +250,16 @@ pub(super) fn scan_frames(
                     result.stopped = Some((at, format!("offset {offset} is not after {}", result.next_offset - 1)));
                     break;
                 }
+                // The end offset after it must exist: i64::MAX is a damaged offset field.
+                let Some(next_offset) = offset.checked_add(1) else {
+                    result.stopped = Some((at, format!("offset {offset} leaves no end offset")));
+                    break;
+                };
                 if last_indexed.is_none_or(|p| at - p >= index_interval) {
                     result.index.push(IndexEntry { offset, pos: at });
                     last_indexed = Some(at);
                 }
-                result.next_offset = offset + 1;
+                result.next_offset = next_offset;
                 result.max_timestamp = result.max_timestamp.max(frame::frame_timestamp(bytes));
                 result.valid_len = at + bytes.len() as u64;
             }
@@ -289,4 +294,34 @@ mod tests {
         assert_eq!(parse_file_name("42.log"), None);
         assert_eq!(parse_file_name("0000000000000000004x.log"), None);
     }
+
+    /// Found by the fuzz target `log_segment`: a frame whose offset field reads i64::MAX
+    /// (damage the checksum of a sealed segment is not checked for at open) overflowed the
+    /// scan's end offset, so opening the log panicked. The scan stops there, as at any damage.
+    #[test]
+    fn fuzz_frame_at_the_largest_offset_stops_the_scan() {
+        use super::super::super::LogRecord;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(0));
+        let record = LogRecord { key: Some(b"k".to_vec()), value: Some(b"v".to_vec()), timestamp: 0, headers: Vec::new() };
+        let mut two = Vec::new();
+        frame::encode_into(&mut two, 7, &record);
+        let first_len = two.len() as u64;
+        frame::encode_into(&mut two, i64::MAX, &record);
+        // The fuzzer's input (without the target's mode byte): a frame of offset i64::MAX.
+        let found: Vec<u8> = (0..FOUND.len()).step_by(2).map(|i| u8::from_str_radix(&FOUND[i..i + 2], 16).unwrap()).collect();
+        for (bytes, kept, next) in [(found, 0, 0), (two, first_len, 8)] {
+            std::fs::write(&path, &bytes).unwrap();
+            for mode in [Scan::Sealed, Scan::Tail, Scan::Recover] {
+                let segment = Segment::open(path.clone(), 0, mode, mode == Scan::Recover, 64).unwrap();
+                assert_eq!(segment.next_offset(), next, "{mode:?}");
+                if mode != Scan::Sealed {
+                    assert_eq!(segment.len(), kept, "{mode:?}");
+                }
+            }
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), kept, "recovery cut the file there");
+        }
+    }
+
+    const FOUND: &str = "22000000a3c801a3ffffffffffffff7fc8adff05000000adff0500000000000000ffff2d1b9635a201a3c8adff05000000000000002d1b00000010000001003a53050000000000";
 }
