@@ -127,6 +127,9 @@ def render():
                   "| target | executions | crashes | seconds |", "|---|---:|---:|---:|"]
         for t in fuzz["targets"]:
             lines.append(f"| {t['target']} | {cell(t.get('executions'))} | {cell(t.get('crashes'))} | {cell(t.get('seconds'))} |")
+        if fuzz.get("fixed"):
+            lines += ["", "Crashes found while the targets were written and run, each fixed to an error and kept as a regression test:", ""]
+            lines += [f"- {f}" for f in fuzz["fixed"]]
         lines.append("")
     else:
         lines += ["Not run yet.", ""]
