@@ -34,6 +34,9 @@ mod tests {
 
     use super::*;
 
+    /// The HTTP methods the router and the document use.
+    const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
     /// `(METHOD, path)` of every `.route("path", get(…).post(…))` in the router's source.
     fn routed() -> BTreeSet<(String, String)> {
         let source = include_str!("lib.rs");
@@ -41,7 +44,7 @@ mod tests {
         for line in source.lines().map(str::trim).filter(|l| l.starts_with(".route(\"")) {
             let rest = &line[".route(\"".len()..];
             let (path, handlers) = rest.split_once('"').expect("a quoted path");
-            for method in ["get", "post", "put", "patch", "delete"] {
+            for method in METHODS {
                 if handlers.contains(&format!(" {method}(")) || handlers.contains(&format!(".{method}(")) {
                     out.insert((method.to_uppercase(), path.to_owned()));
                 }
@@ -57,7 +60,7 @@ mod tests {
         assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"), "info.version is the workspace's version");
         let mut documented = BTreeSet::new();
         for (path, item) in doc["paths"].as_object().expect("paths") {
-            for method in item.as_object().unwrap().keys().filter(|k| ["get", "post", "put", "patch", "delete"].contains(&k.as_str())) {
+            for method in item.as_object().unwrap().keys().filter(|k| METHODS.contains(&k.as_str())) {
                 documented.insert((method.to_uppercase(), path.clone()));
             }
         }
@@ -77,7 +80,7 @@ mod tests {
         let mut ids = BTreeSet::new();
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
-                if !["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                if !METHODS.contains(&method.as_str()) {
                     continue;
                 }
                 let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));

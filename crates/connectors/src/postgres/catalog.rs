@@ -63,18 +63,22 @@ pub struct SlotInfo {
     pub active: bool,
 }
 
-/// How long opening a session may take in all (TCP, TLS, authentication): a server behind a
-/// network that drops packets answers nothing, and the attempt must end to be retried.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long opening a session (TCP, TLS, authentication together) or a statement with a
+/// quick answer may take: a server behind a network that drops packets answers nothing, and
+/// the attempt must end to be retried.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The error of a session that could not be opened within [`CONNECT_TIMEOUT`].
-pub fn connect_timed_out(cfg: &PostgresConfig, what: &str) -> ConnectError {
-    ConnectError::retriable(format!(
-        "no answer from Postgres at {}:{} within {} s while opening {what}; retrying",
-        cfg.hostname,
-        cfg.port,
-        CONNECT_TIMEOUT.as_secs()
-    ))
+/// `work` within [`ANSWER_TIMEOUT`], or a retriable error naming the server and `what` was
+/// being done.
+pub async fn bounded<T>(cfg: &PostgresConfig, what: &str, work: impl std::future::Future<Output = T>) -> ConnectResult<T> {
+    tokio::time::timeout(ANSWER_TIMEOUT, work).await.map_err(|_| {
+        ConnectError::retriable(format!(
+            "no answer from Postgres at {}:{} within {} s while {what}; retrying",
+            cfg.hostname,
+            cfg.port,
+            ANSWER_TIMEOUT.as_secs()
+        ))
+    })
 }
 
 /// Opens an ordinary session; errors name the configuration key at fault where they can.
@@ -83,10 +87,7 @@ pub async fn connect(cfg: &PostgresConfig) -> Result<Client, (String, ConnectErr
         let key = cfg.tls.key_in(&e);
         (key.to_owned(), ConnectError::config(key, e))
     })?;
-    let Ok(connected) = tokio::time::timeout(CONNECT_TIMEOUT, cfg.pg_config().connect(tls)).await else {
-        return Err((config::HOSTNAME.to_owned(), connect_timed_out(cfg, "a session")));
-    };
-    match connected {
+    match bounded(cfg, "opening a session", cfg.pg_config().connect(tls)).await.map_err(|e| (config::HOSTNAME.to_owned(), e))? {
         Ok((client, connection)) => {
             tokio::spawn(async move {
                 if let Err(e) = connection.await {

@@ -47,23 +47,19 @@ impl HeartbeatAction {
             self.client = Some(catalog::connect(cfg).await.map_err(|(_, e)| e)?);
         }
         let client = self.client.as_ref().expect("connected above");
-        let Ok(done) = tokio::time::timeout(catalog::CONNECT_TIMEOUT, client.batch_execute(&self.query)).await else {
-            self.client = None;
-            return Err(ConnectError::retriable(format!(
-                "{HEARTBEAT_ACTION_QUERY}: no answer from Postgres at {}:{} within {} s; retrying",
-                cfg.hostname,
-                cfg.port,
-                catalog::CONNECT_TIMEOUT.as_secs()
-            )));
-        };
+        let done = catalog::bounded(cfg, &format!("running {HEARTBEAT_ACTION_QUERY}"), client.batch_execute(&self.query)).await;
         match done {
-            Ok(()) => {
+            Ok(Ok(())) => {
                 tracing::debug!("heartbeat action query executed");
                 Ok(())
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 self.client = None;
                 Err(classify(e))
+            }
+            Err(no_answer) => {
+                self.client = None;
+                Err(no_answer)
             }
         }
     }

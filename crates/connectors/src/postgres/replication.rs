@@ -102,10 +102,9 @@ pub fn stream_error(cfg: &PostgresConfig, e: PgWireError) -> ConnectError {
 /// transaction has started reading... or ended.
 pub async fn create_slot_exporting(cfg: &PostgresConfig) -> ConnectResult<(ReplicationClient, Lsn, String)> {
     let (rc, identity_copy) = replication_config(cfg, Lsn(0), Lsn(0))?;
-    let mut client = match tokio::time::timeout(catalog::CONNECT_TIMEOUT, ReplicationClient::connect_gated(rc)).await {
-        Ok(connected) => connected.map_err(|e| stream_error(cfg, e))?,
-        Err(_) => return Err(catalog::connect_timed_out(cfg, "a replication session")),
-    };
+    let mut client = catalog::bounded(cfg, "opening a replication session", ReplicationClient::connect_gated(rc))
+        .await?
+        .map_err(|e| stream_error(cfg, e))?;
     let rows =
         client.simple_query(&format!("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput EXPORT_SNAPSHOT", cfg.slot_name)).await.map_err(|e| {
             match e {
@@ -232,10 +231,7 @@ impl Stream {
             client.wait_started().await?;
             Ok(client)
         };
-        let client = match tokio::time::timeout(catalog::CONNECT_TIMEOUT, started).await {
-            Ok(started) => started.map_err(|e| stream_error(cfg, e))?,
-            Err(_) => return Err(catalog::connect_timed_out(cfg, "the replication stream")),
-        };
+        let client = catalog::bounded(cfg, "opening the replication stream", started).await?.map_err(|e| stream_error(cfg, e))?;
         drop(identity_copy); // the session is up
         tracing::info!(slot = %cfg.slot_name, start = %handed.resume, %confirmed, "replication stream started");
         Ok(Self {
@@ -445,7 +441,9 @@ impl Stream {
         self.settle_tail(ctx, out);
         let ts_usec = now_ms() * 1000;
         let base = match handed.skip {
-            Some(Skip { commit_lsn: Some(c), through_seq, through_lsn: None }) => change_offset(c, c, i64::from(self.last_xid), ts_usec, through_seq),
+            Some(Skip { commit_lsn: Some(c), through_seq, through_lsn: None }) => {
+                change_offset(c, c, i64::from(self.last_xid), ts_usec, through_seq)
+            }
             _ => heartbeat_offset(handed.resume, ts_usec),
         };
         let emit = Emit { base, lsn, tx_id: i64::from(self.last_xid), source_schema: ctx.source_schema, partition: ctx.partition };
