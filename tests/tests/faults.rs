@@ -190,6 +190,13 @@ fn slot_then_offset(pg: &Postgres, w: &Worker) -> Option<(u64, u64)> {
     Some((slot, resume))
 }
 
+/// Waits until the source's slot exists: with `snapshot.mode=no_data`, changes committed
+/// before it are not captured (as in Debezium), so the writer starts after it.
+fn wait_for_slot(pg: &Postgres, w: &Worker, slot: &str) {
+    let sql = format!("SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}' AND confirmed_flush_lsn IS NOT NULL");
+    w.eventually(Duration::from_secs(60), "the source's replication slot", || pg.sql(&sql) == "1");
+}
+
 /// Asserts that the slot is not confirmed past the stored offset; `false` when either could
 /// not be read (no offset stored yet, a REST call that failed).
 fn slot_not_ahead(pg: &Postgres, w: &Worker) -> bool {
@@ -274,6 +281,7 @@ fn the_warehouse_sink_applies_each_change_once_when_its_commits_lose_their_reply
     let (code, body) = w.post("/connectors", &json!({"name": "wh", "config": sink}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
+    wait_for_slot(&pg, &w, "amb");
     w.wait_running("wh", 1);
 
     let writer = SqlWriter::start(&pg, Duration::from_millis(5), |i| format!("INSERT INTO items VALUES ({}, {});\n", i + 1, i % 7));
@@ -333,6 +341,7 @@ fn the_s3_sink_loses_nothing_when_uploads_are_slow_and_reset_mid_part() {
     let (code, body) = w.post("/connectors", &json!({"name": "s3", "config": sink}));
     assert_eq!(code, 201, "{body}");
     w.wait_running("src", 1);
+    wait_for_slot(&pg, &w, "s3f");
     w.wait_running("s3", 1);
 
     let writer = SqlWriter::start(&pg, Duration::from_millis(10), |i| {
