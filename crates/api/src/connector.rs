@@ -134,6 +134,26 @@ pub struct SinkTaskContext {
     pub props: Props,
     rewinds: Arc<Mutex<BTreeMap<TopicPartition, i64>>>,
     reporter: Option<Arc<dyn ErrantRecordReporter>>,
+    setbacks: Setbacks,
+}
+
+/// Failures a task or its runtime got past by itself (a write retried inside the task, an
+/// offset commit that will be tried again): the runtime shows the newest in the task's
+/// status trace (the task stays RUNNING) until the task has worked a while without another.
+/// Without this, a failure that a retry fixed within a `put` would leave no trace at all.
+#[derive(Debug, Clone, Default)]
+pub struct Setbacks(Arc<Mutex<Option<String>>>);
+
+impl Setbacks {
+    /// Records `error` as the task's newest setback.
+    pub fn note(&self, error: &crate::error::ConnectError) {
+        *self.0.lock().expect("setbacks lock") = Some(error.trace());
+    }
+
+    /// The setback noted since the last call, if any; called by the runtime.
+    pub fn take(&self) -> Option<String> {
+        self.0.lock().expect("setbacks lock").take()
+    }
 }
 
 /// Reports records a sink task could not write (Connect's `ErrantRecordReporter`, KIP-610).
@@ -153,7 +173,23 @@ pub trait ErrantRecordReporter: Send + Sync {
 
 impl SinkTaskContext {
     pub fn new(connector: String, task_id: u32, props: Props) -> Self {
-        Self { connector, task_id, props, rewinds: Arc::default(), reporter: None }
+        Self { connector, task_id, props, rewinds: Arc::default(), reporter: None, setbacks: Setbacks::default() }
+    }
+
+    /// The same context reporting setbacks to `setbacks`; set by the runtime.
+    pub fn with_setbacks(mut self, setbacks: Setbacks) -> Self {
+        self.setbacks = setbacks;
+        self
+    }
+
+    /// Tells the runtime of a failure the task got past by itself (see [`Setbacks`]).
+    pub fn setback(&self, error: &crate::error::ConnectError) {
+        self.setbacks.note(error);
+    }
+
+    /// Where this task's setbacks go, for a client that retries on the task's behalf.
+    pub fn setbacks(&self) -> Setbacks {
+        self.setbacks.clone()
     }
 
     /// The same context with an errant-record reporter; set by the runtime.

@@ -27,7 +27,7 @@ pub mod value;
 
 pub use config::{ConfigDef, ConfigKey, ConfigType, ConfigValue, Importance, ParsedConfig, Props, Validator};
 pub use connector::{
-    Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, ErrantRecordReporter, ExactlyOnceSupport, OffsetReader, SinkTask,
+    Connector, ConnectorContext, ConnectorKind, ConnectorPlugin, ErrantRecordReporter, ExactlyOnceSupport, OffsetReader, Setbacks, SinkTask,
     SinkTaskContext, SourceTask, SourceTaskContext, Task,
 };
 pub use error::{ConnectError, ConnectResult};

@@ -192,6 +192,9 @@ impl JdbcSinkTask {
             self.progress.failed.store(false, Ordering::Release);
             if let Err(e) = result {
                 tracing::warn!(error = %e, "a background write to the target failed; writing its records again");
+                if let Some(ctx) = &self.ctx {
+                    ctx.setback(&ConnectError::retriable_from("a background write to the target failed; writing its records again", e));
+                }
                 // Whether it committed is unknown until the offsets are read again.
                 self.reread = true;
                 self.held = f.chunks.into_iter().collect();
@@ -331,7 +334,11 @@ fn split(records: Vec<SinkRecord>, batch_size: usize) -> Vec<Arc<Vec<SinkRecord>
 
 /// Builds every chunk's batch in order, on a blocking thread, from `tables` (the topic →
 /// table map so far); gives back the batches and the map after them.
-fn build_all(cfg: &Arc<JdbcSinkConfig>, chunks: &[Arc<Vec<SinkRecord>>], mut tables: HashMap<String, TableName>) -> tokio::task::JoinHandle<Built> {
+fn build_all(
+    cfg: &Arc<JdbcSinkConfig>,
+    chunks: &[Arc<Vec<SinkRecord>>],
+    mut tables: HashMap<String, TableName>,
+) -> tokio::task::JoinHandle<Built> {
     let (cfg, chunks) = (cfg.clone(), chunks.to_vec());
     tokio::task::spawn_blocking(move || {
         let batches = chunks.iter().map(|c| batch::build(&cfg, c, &mut tables)).collect();

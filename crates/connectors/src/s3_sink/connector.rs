@@ -51,7 +51,7 @@ impl Connector for S3SinkConnector {
             Err(sluice_api::ConnectError::Config { key, message }) => return vec![(key, message)],
             Err(_) => return out,
         };
-        let store = Store::connect(&cfg).await;
+        let store = Store::connect(&cfg, None).await;
         match store.check_bucket().await {
             Ok(()) => {}
             // A store that does not answer right now may later: the task retries.

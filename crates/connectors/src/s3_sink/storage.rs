@@ -22,14 +22,17 @@
 use std::time::Duration;
 
 use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::config::interceptors::FinalizerInterceptorContextRef;
 use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
-use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation};
+use aws_sdk_s3::config::{
+    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RequestChecksumCalculation, ResponseChecksumValidation, RuntimeComponents,
+};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ObjectCannedAcl, ServerSideEncryption};
 use aws_sdk_s3::Client;
-use sluice_api::{ConnectError, ConnectResult};
+use sluice_api::{ConnectError, ConnectResult, Setbacks};
 
 use super::config::{Encryption, S3SinkConfig};
 
@@ -76,8 +79,41 @@ impl WriteHeaders {
     }
 }
 
+/// Notes every S3 request attempt that failed as a setback of the task: the SDK retries
+/// them itself (`s3.part.retries`), and a failure it got past would otherwise leave no
+/// trace in the task's status.
+#[derive(Debug)]
+struct FailedAttempts(Setbacks);
+
+impl Intercept for FailedAttempts {
+    fn name(&self) -> &'static str {
+        "sluice-failed-attempts"
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(Err(e)) = context.output_or_error() {
+            // The error and its causes, without the debug dump of DisplayErrorContext.
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            self.0.note(&ConnectError::retriable(format!("an S3 request failed ({text}); it is retried")));
+        }
+        Ok(())
+    }
+}
+
 impl Store {
-    pub async fn connect(cfg: &S3SinkConfig) -> Self {
+    /// A client for the store; `setbacks`: where a task's failed attempts are noted.
+    pub async fn connect(cfg: &S3SinkConfig, setbacks: Option<Setbacks>) -> Self {
         let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(cfg.region.clone()));
         if let Some(id) = &cfg.access_key_id {
             loader = loader.credentials_provider(Credentials::new(id, cfg.secret_access_key.expose(), None, None, "connector-config"));
@@ -90,6 +126,9 @@ impl Store {
         let timeouts =
             TimeoutConfig::builder().connect_timeout(Duration::from_secs(5)).operation_attempt_timeout(Duration::from_secs(120)).build();
         let mut conf = aws_sdk_s3::config::Builder::from(&sdk).retry_config(retry).timeout_config(timeouts);
+        if let Some(setbacks) = setbacks {
+            conf = conf.interceptor(FailedAttempts(setbacks));
+        }
         if let Some(url) = &cfg.store_url {
             // Third-party stores: path-style addressing, and checksums only where S3 requires
             // them (several reject the SDK's default CRC32 trailers).

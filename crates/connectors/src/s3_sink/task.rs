@@ -29,7 +29,7 @@ impl S3SinkTask {
 impl SinkTask for S3SinkTask {
     async fn start(&mut self, ctx: SinkTaskContext) -> ConnectResult<()> {
         let cfg = S3SinkConfig::parse(&ctx.props)?;
-        let store = Store::connect(&cfg).await;
+        let store = Store::connect(&cfg, Some(ctx.setbacks())).await;
         match store.check_bucket().await {
             Ok(()) => {}
             // Unreachable store: start anyway; writes retry until it answers.

@@ -19,7 +19,7 @@ pub mod sink;
 pub mod source;
 pub mod topic_creation;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sluice_api::{ConnectError, ConnectResult, Props};
 use tokio_util::sync::CancellationToken;
@@ -31,27 +31,56 @@ use crate::convert::{self, Converter, HeaderConverter};
 pub enum TaskState {
     Running,
     Paused,
-    /// Running, but retrying a transient failure (database or log unavailable, …): shown as
-    /// RUNNING with the failure as its trace, cleared once the retry succeeds.
+    /// Running, but retrying a transient failure (database or log unavailable, …) or just
+    /// past one: shown as RUNNING with the failure as its trace, cleared once the task has
+    /// worked [`TRACE_HOLD`] without another.
     Retrying(String),
 }
+
+/// How long a RUNNING task's trace keeps its newest retried failure (or setback) after
+/// the retry succeeded: a failure fixed by the first retry is still seen by whoever looks
+/// at the status within this time.
+pub const TRACE_HOLD: Duration = Duration::from_secs(10);
 
 /// Receives a task loop's state changes (only changes) and its offset commits.
 pub struct StateReporter {
     last: Option<TaskState>,
     sink: Box<dyn Fn(TaskState) + Send>,
     commits: Option<Box<dyn Fn() + Send>>,
+    /// Failures the task or the runtime's committer got past by themselves.
+    setbacks: sluice_api::Setbacks,
+    /// When the newest failure was reported, and how long its trace stays.
+    failed_at: Option<Instant>,
+    hold: Duration,
 }
 
 impl StateReporter {
     pub fn new(sink: impl Fn(TaskState) + Send + 'static) -> Self {
-        Self { last: None, sink: Box::new(sink), commits: None }
+        Self {
+            last: None,
+            sink: Box::new(sink),
+            commits: None,
+            setbacks: sluice_api::Setbacks::default(),
+            failed_at: None,
+            hold: TRACE_HOLD,
+        }
     }
 
     /// Also calls `f` after each commit of offsets.
     pub fn on_commit(mut self, f: impl Fn() + Send + 'static) -> Self {
         self.commits = Some(Box::new(f));
         self
+    }
+
+    /// Keeps a retried failure in the trace this long after the retry succeeded.
+    pub fn holding(mut self, hold: Duration) -> Self {
+        self.hold = hold;
+        self
+    }
+
+    /// Where the task (through its context) and the committer note their setbacks.
+    pub fn setbacks(&self) -> sluice_api::Setbacks {
+        self.setbacks.clone()
     }
 
     /// The task's offsets were committed (they are durable).
@@ -62,6 +91,9 @@ impl StateReporter {
     }
 
     pub fn report(&mut self, state: TaskState) {
+        if matches!(state, TaskState::Retrying(_)) {
+            self.failed_at = Some(Instant::now());
+        }
         if self.last.as_ref() != Some(&state) {
             (self.sink)(state.clone());
             self.last = Some(state);
@@ -72,9 +104,16 @@ impl StateReporter {
         self.last == Some(TaskState::Paused)
     }
 
-    /// Back to plain RUNNING after a successful retry or a resume.
+    /// The task did its work: a setback noted meanwhile is shown now; otherwise the state
+    /// goes back to plain RUNNING after a resume, or once a retried failure is
+    /// [`TRACE_HOLD`] old.
     pub fn running(&mut self) {
-        if self.last.is_some() && self.last != Some(TaskState::Running) {
+        if let Some(trace) = self.setbacks.take() {
+            self.report(TaskState::Retrying(trace));
+            return;
+        }
+        let held = matches!(self.last, Some(TaskState::Retrying(_))) && self.failed_at.is_some_and(|t| t.elapsed() < self.hold);
+        if self.last.is_some() && self.last != Some(TaskState::Running) && !held {
             self.report(TaskState::Running);
         }
     }
@@ -179,10 +218,9 @@ impl Backoff {
     /// Debezium's: -1 or unset retries forever, 0 never retries).
     pub(crate) fn exhausted(&self, max: Option<u32>, error: ConnectError) -> Result<ConnectError, ConnectError> {
         match max {
-            Some(max) if self.failures >= max => Err(ConnectError::retriable_from(
-                format!("the task gave up after {max} retries (errors.max.retries={max})"),
-                error,
-            )),
+            Some(max) if self.failures >= max => {
+                Err(ConnectError::retriable_from(format!("the task gave up after {max} retries (errors.max.retries={max})"), error))
+            }
             _ => Ok(error),
         }
     }
@@ -245,5 +283,51 @@ impl Stage {
 
     pub(crate) fn fail(self, position: String, err: ConnectError) -> ConnectError {
         ConnectError::fatal_from(format!("Tolerance exceeded in error handler: stage {} failed for {position}", self.name()), err)
+    }
+}
+
+#[cfg(test)]
+mod state_tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    fn recorder(hold: Duration) -> (StateReporter, Arc<Mutex<Vec<TaskState>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        (StateReporter::new(move |state| s.lock().unwrap().push(state)).holding(hold), seen)
+    }
+
+    #[test]
+    fn a_retried_failure_stays_in_the_trace_for_the_hold_then_goes() {
+        let (mut r, seen) = recorder(Duration::from_millis(300));
+        r.running();
+        r.report(TaskState::Retrying("db gone".into()));
+        r.running();
+        assert_eq!(*seen.lock().unwrap(), vec![TaskState::Retrying("db gone".into())], "cleared before the hold ended");
+        std::thread::sleep(Duration::from_millis(350));
+        r.running();
+        assert_eq!(*seen.lock().unwrap(), vec![TaskState::Retrying("db gone".into()), TaskState::Running]);
+    }
+
+    #[test]
+    fn a_setback_noted_by_the_task_shows_at_its_next_success() {
+        let (mut r, seen) = recorder(Duration::ZERO);
+        let setbacks = r.setbacks();
+        setbacks.note(&ConnectError::retriable("a write lost its reply; written again"));
+        r.running();
+        let states = seen.lock().unwrap().clone();
+        assert!(matches!(&states[..], [TaskState::Retrying(t)] if t.contains("a write lost its reply")), "{states:?}");
+        assert_eq!(setbacks.take(), None, "the setback was taken");
+        r.running();
+        assert_eq!(seen.lock().unwrap().last(), Some(&TaskState::Running), "no hold: plain RUNNING at the next success");
+    }
+
+    #[test]
+    fn a_resume_clears_pause_at_once() {
+        let (mut r, seen) = recorder(Duration::from_secs(60));
+        r.report(TaskState::Paused);
+        r.running();
+        assert_eq!(*seen.lock().unwrap(), vec![TaskState::Paused, TaskState::Running]);
     }
 }

@@ -182,6 +182,9 @@ impl SinkRunner {
                 None => {
                     let fetched: Fetched = Arc::new(self.reader().fetch(&mut state.next, &mut cursor).await?);
                     if fetched.is_empty() {
+                        // Idle and well: a setback noted in the last commit shows now, and
+                        // a held trace goes once it is old enough.
+                        self.state.running();
                         continue;
                     }
                     let (converted, dead) = self.reader().convert(&fetched, true).await?;

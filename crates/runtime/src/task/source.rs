@@ -131,6 +131,7 @@ impl SourceRunner {
             committed_tx,
             failure: failure.clone(),
             failed: failed.clone(),
+            setbacks: self.state.setbacks(),
         };
         let committer = tokio::spawn(committer.run(rx, self.flush_interval, self.flush_timeout));
 
@@ -600,7 +601,13 @@ struct Committer {
     committed_tx: mpsc::UnboundedSender<Committed>,
     failure: Arc<Mutex<Option<ConnectError>>>,
     failed: CancellationToken,
+    /// Where a commit that failed, or an ack that is late, is noted for the task's trace.
+    setbacks: sluice_api::Setbacks,
 }
+
+/// An append not acknowledged by the log within this time is noted in the task's trace
+/// (the records stay in flight; the wait goes on).
+const SLOW_ACK: Duration = Duration::from_secs(10);
 
 impl Committer {
     async fn run(mut self, mut rx: mpsc::Receiver<InFlight>, interval: Duration, timeout: Duration) {
@@ -643,7 +650,18 @@ impl Committer {
 
     /// Waits for one batch's ack and adds its offsets to the acked prefix.
     async fn settle(&mut self, inflight: InFlight) -> bool {
-        match inflight.ack.await {
+        let mut ack = inflight.ack;
+        let appended = tokio::time::Instant::now();
+        let acked = loop {
+            match tokio::time::timeout(SLOW_ACK, &mut ack).await {
+                Ok(acked) => break acked,
+                Err(_) => self.setbacks.note(&ConnectError::retriable(format!(
+                    "the log has not acknowledged records appended {} s ago; waiting for it (their offsets are not committed until it does)",
+                    appended.elapsed().as_secs()
+                ))),
+            }
+        };
+        match acked {
             Ok(_) => {
                 for (p, o) in inflight.offsets {
                     self.pending.insert(canonical(&p), (p, o));
@@ -670,7 +688,11 @@ impl Committer {
                 let committed = std::mem::take(&mut self.pending).into_values().collect();
                 let _ = self.committed_tx.send(committed);
             }
-            Err(e) => tracing::warn!(connector = %self.connector, error = %e, "committing source offsets failed; will retry"),
+            Err(e) => {
+                tracing::warn!(connector = %self.connector, error = %e, "committing source offsets failed; will retry");
+                self.setbacks
+                    .note(&ConnectError::retriable_from("committing source offsets failed; they are written again at the next commit", e));
+            }
         }
     }
 }

@@ -311,7 +311,7 @@ async fn a_retriable_start_failure_is_retried_and_a_fatal_one_is_not() {
         });
         let states = Arc::new(Mutex::new(Vec::new()));
         let seen = states.clone();
-        r.state = StateReporter::new(move |s| seen.lock().unwrap().push(s));
+        r.state = StateReporter::new(move |s| seen.lock().unwrap().push(s)).holding(Duration::ZERO);
         r.run(done).await.unwrap();
         assert_eq!(*starts.lock().unwrap(), 3, "two failed starts and one that succeeded (exactly once: {exactly_once})");
         let states = states.lock().unwrap().clone();

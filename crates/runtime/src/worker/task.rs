@@ -29,8 +29,8 @@ use crate::metrics::{Counters, Metrics};
 use crate::store::offset::{ConnectorOffsets, OffsetStore};
 use crate::store::status::StatusStore;
 use crate::task::errors::ErrorPolicy;
-use crate::task::rate::RateLimit;
 use crate::task::exactly_once::{self, WorkerSupport};
+use crate::task::rate::RateLimit;
 use crate::task::sink::{SinkRunner, Subscription};
 use crate::task::source::{ExactlyOnce, SourceRunner};
 use crate::task::topic_creation::TopicCreator;
@@ -291,7 +291,7 @@ impl Worker {
                 Runner::Sink(SinkRunner {
                     id: id.clone(),
                     task,
-                    ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props),
+                    ctx: SinkTaskContext::new(id.connector.clone(), id.task, task_props).with_setbacks(state.setbacks()),
                     log,
                     converters: Arc::new(converters),
                     transforms: Arc::new(transforms),
