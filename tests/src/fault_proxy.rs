@@ -14,6 +14,12 @@
 //!
 //! Each connection is two threads copying bytes, one per direction; the mode is read for
 //! every chunk, so a change applies to open connections at once.
+//!
+//! A Kafka broker tells its clients where to connect (Metadata and FindCoordinator answers
+//! name its advertised host and port), so a client that reached it through the proxy would go
+//! around the proxy from then on. [`FaultProxy::for_kafka`] rewrites the broker's address in
+//! its answers to the proxy's, as proxies in front of Kafka do, so that every connection goes
+//! through it.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -52,6 +58,8 @@ struct Shared {
     pattern_cuts: AtomicU64,
     /// How long a close waits before it is passed on.
     slow_close: Mutex<Duration>,
+    /// Kafka framing of the replies, and the bytes replaced in each (same length).
+    rewrite: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Shared {
@@ -75,6 +83,21 @@ impl FaultProxy {
     /// Forwards `listener`'s connections to `upstream` (for a service that must be told the
     /// proxy's address before it starts, such as a broker advertising it).
     pub fn serve(listener: TcpListener, upstream: SocketAddr) -> FaultProxy {
+        Self::serve_rewriting(listener, upstream, None)
+    }
+
+    /// A proxy in front of the Kafka broker at `broker` (127.0.0.1, advertising that address):
+    /// each reply is read as a Kafka frame (4-byte length, then the frame) and forwarded whole,
+    /// with the broker's host and port (`127.0.0.1` followed by the port as 4 bytes, as
+    /// Metadata and FindCoordinator answers carry them) replaced by the proxy's.
+    pub fn for_kafka(broker: SocketAddr) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
+        let address = |port: u16| [b"127.0.0.1".as_slice(), &i32::from(port).to_be_bytes()].concat();
+        let rewrite = (address(broker.port()), address(listener.local_addr().unwrap().port()));
+        Self::serve_rewriting(listener, broker, Some(rewrite))
+    }
+
+    fn serve_rewriting(listener: TcpListener, upstream: SocketAddr, rewrite: Option<(Vec<u8>, Vec<u8>)>) -> FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             mode: Mutex::new(Fault::Pass),
@@ -85,6 +108,7 @@ impl FaultProxy {
             cut_after: Mutex::new(None),
             pattern_cuts: AtomicU64::new(0),
             slow_close: Mutex::new(Duration::ZERO),
+            rewrite,
         });
         let s = shared.clone();
         std::thread::spawn(move || {
@@ -186,6 +210,8 @@ fn take_cut(s: &Shared, chunk: &[u8]) -> bool {
 /// client-to-server direction, where armed cuts are looked for.
 fn pump(mut from: TcpStream, mut to: TcpStream, s: &Shared, mute: &AtomicBool, upstream: bool) {
     let mut buf = vec![0u8; 64 * 1024];
+    // Reply bytes not yet forming a whole Kafka frame (with a rewrite only).
+    let mut frames = Vec::new();
     let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
     loop {
         if s.stopped.load(Ordering::SeqCst) {
@@ -229,7 +255,14 @@ fn pump(mut from: TcpStream, mut to: TcpStream, s: &Shared, mute: &AtomicBool, u
         if cut {
             mute.store(true, Ordering::SeqCst);
         }
-        if to.write_all(&buf[..n]).is_err() {
+        let written = match (&s.rewrite, upstream) {
+            (Some((from, to_bytes)), false) => {
+                frames.extend_from_slice(&buf[..n]);
+                forward_frames(&mut frames, &mut to, from, to_bytes)
+            }
+            _ => to.write_all(&buf[..n]),
+        };
+        if written.is_err() {
             break;
         }
         if cut {
@@ -245,4 +278,31 @@ fn pump(mut from: TcpStream, mut to: TcpStream, s: &Shared, mute: &AtomicBool, u
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Writes the whole Kafka frames at the start of `pending` to `to`, each with every `from`
+/// replaced by `to_bytes`, and keeps the rest in `pending`.
+fn forward_frames(pending: &mut Vec<u8>, to: &mut TcpStream, from: &[u8], to_bytes: &[u8]) -> std::io::Result<()> {
+    let mut start = 0;
+    while pending.len() - start >= 4 {
+        let size = i32::from_be_bytes(pending[start..start + 4].try_into().unwrap()).max(0) as usize;
+        let end = start + 4 + size;
+        if pending.len() < end {
+            break;
+        }
+        let frame = &mut pending[start..end];
+        let mut i = 0;
+        while i + from.len() <= frame.len() {
+            if &frame[i..i + from.len()] == from {
+                frame[i..i + from.len()].copy_from_slice(to_bytes);
+                i += from.len();
+            } else {
+                i += 1;
+            }
+        }
+        to.write_all(&pending[start..end])?;
+        start = end;
+    }
+    pending.drain(..start);
+    Ok(())
 }

@@ -11,7 +11,7 @@ use sluice_runtime::herder::group::member::{GroupMember, GroupWorker};
 use sluice_runtime::herder::group::protocol::{Assignment, WorkerState};
 use sluice_runtime::herder::group::GroupSettings;
 use sluice_runtime::herder::ConnectorTaskId;
-use sluice_tests::{eventually, json, read_lines, KafkaBroker, Launch, Worker};
+use sluice_tests::{eventually, json, read_lines, Fault, FaultProxy, KafkaBroker, Launch, Worker};
 use tokio_util::sync::CancellationToken;
 
 /// A worker that records what it was given; a connector with 4 tasks and one with 1.
@@ -204,6 +204,59 @@ fn a_vanished_member_is_expired_and_its_work_reassigned() {
         eprintln!("the survivor holds everything {:?} after the other member vanished", vanished.elapsed());
         assert_eq!(a[0].connectors.len() + a[0].tasks.len(), 7);
         joins[0].abort();
+    });
+}
+
+/// Connections to the coordinator that break (a cut, a broker restart) cost a member
+/// nothing while it reconnects within half a session timeout: it resumes heartbeats for the
+/// generation it holds, keeps its work, and the group does not rebalance (as Kafka's
+/// clients rediscover a coordinator). Connections cut off for longer than that stop its
+/// work, before the coordinator could hand it to another member.
+#[test]
+fn members_keep_their_work_across_cut_connections_and_give_it_up_when_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&dir.path().join("broker"));
+    let proxy = FaultProxy::for_kafka(broker.bootstrap.parse().unwrap());
+    let bootstrap = format!("127.0.0.1:{}", proxy.port);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let workers: Vec<Arc<Recorder>> = (0..2).map(Recorder::new).collect();
+        let shutdown = CancellationToken::new();
+        for w in &workers {
+            let member = GroupMember::new(settings(&bootstrap, "sluice-cut-test", "compatible"));
+            tokio::spawn(member.run(w.clone() as Arc<dyn GroupWorker>, shutdown.clone()));
+        }
+        let before = wait_settled(&workers, Duration::from_secs(30)).await;
+        let generation = |w: &Recorder| w.held.lock().unwrap().as_ref().map(|(g, _)| *g);
+        let generations: Vec<_> = workers.iter().map(|w| generation(w)).collect();
+        let accepted = proxy.accepted();
+        for _ in 0..5 {
+            proxy.reset_all();
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
+        assert!(proxy.accepted() >= accepted + 5, "the members did not reconnect through the proxy");
+        for (w, g) in workers.iter().zip(&generations) {
+            assert!(w.revoked.lock().unwrap().is_empty(), "a member gave up work over a cut connection: {:?}", w.revoked.lock().unwrap());
+            assert_eq!(generation(w), *g, "a cut connection made the group rebalance");
+        }
+        assert_eq!(settled(&workers), Some(before), "the assignment changed");
+
+        // Nothing through for 6 s (the session timeout): the work stops within it.
+        proxy.set(Fault::BlackHole);
+        let cut = Instant::now();
+        let mut stopped = None;
+        while cut.elapsed() < Duration::from_secs(6) {
+            if stopped.is_none() && workers.iter().all(|w| w.units().is_empty()) {
+                stopped = Some(cut.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let stopped = stopped.expect("members cut off for a session timeout still ran their work");
+        eprintln!("cut off: the members stopped their work {stopped:?} into the black hole");
+        proxy.set(Fault::Pass);
+        let after = wait_settled(&workers, Duration::from_secs(60)).await;
+        assert_eq!(after.iter().map(|a| a.connectors.len() + a.tasks.len()).sum::<usize>(), 7);
+        shutdown.cancel();
     });
 }
 

@@ -230,6 +230,12 @@ pub trait Herder: Send + Sync + 'static {
         false
     }
 
+    /// In a group: how long this worker has been without a completed assignment (a
+    /// rebalance under way, or the group coordinator out of reach); `None` when it has one.
+    fn ensuring_membership_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Whether REST writes can be taken now (else 409). In a group: once this worker knows
     /// a leader to send them to. A rebalance does not stop them: every write is a record in
     /// the config topic, which the next assignment takes in whenever it lands.

@@ -583,6 +583,10 @@ impl Herder for StandaloneHerder {
         self.cluster.as_ref().is_some_and(|c| c.view().rebalancing)
     }
 
+    fn ensuring_membership_for(&self) -> Option<std::time::Duration> {
+        self.cluster.as_ref().and_then(|c| c.view().out_of_group_since.map(|t| t.elapsed()))
+    }
+
     fn takes_writes(&self) -> bool {
         self.cluster.as_ref().is_none_or(|c| c.view().leader_url.is_some())
     }

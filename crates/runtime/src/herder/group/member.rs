@@ -52,6 +52,8 @@ const LEAVE_GROUP_V: i16 = 1;
 
 /// Pause before retrying after the coordinator was unreachable or answered an error.
 const RETRY_BACKOFF: Duration = Duration::from_millis(500);
+/// Between attempts to reach the coordinator again while this worker keeps its work.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// What the membership loop asks of the worker (the herder).
 #[async_trait]
@@ -113,9 +115,28 @@ struct Membership {
     rejoin_at: Option<tokio::time::Instant>,
     /// The round clock the assignor's delays are measured on.
     clock: Instant,
+    /// The generation of `held`, and when the coordinator last confirmed it (its SyncGroup
+    /// or a heartbeat).
+    generation: i32,
+    confirmed: Option<tokio::time::Instant>,
 }
 
 impl Membership {
+    /// Whether this worker may keep its work while it reconnects: the coordinator confirmed
+    /// its membership less than half a session timeout ago, so it cannot have handed the
+    /// work to another member yet (it waits a whole session timeout). Past that, the work
+    /// stops, as it always did when a heartbeat went unanswered that long.
+    fn may_keep(&self, session_timeout: Duration) -> bool {
+        self.held.is_some() && self.confirmed.is_some_and(|t| t.elapsed() < session_timeout / 2)
+    }
+
+    /// How long reaching the coordinator again (and its first heartbeat) may take while the
+    /// work goes on: up to three quarters of a session timeout after the last confirmation,
+    /// still short of the coordinator's expiry of this member.
+    fn reconnect_deadline(&self, session_timeout: Duration) -> tokio::time::Instant {
+        self.confirmed.unwrap_or_else(tokio::time::Instant::now) + session_timeout * 3 / 4
+    }
+
     async fn revoke_all(&mut self, worker: &dyn GroupWorker) {
         if let Some(held) = self.held.take() {
             worker.revoke(&held.connectors, &held.tasks).await;
@@ -144,19 +165,44 @@ impl GroupMember {
             assignor: IncrementalAssignor::new(self.settings.max_delay.as_millis() as u64),
             rejoin_at: None,
             clock: Instant::now(),
+            generation: -1,
+            confirmed: None,
         };
+        let session = self.settings.session_timeout;
+        // Set when a connection to the coordinator broke while this worker kept its work:
+        // the next connection resumes heartbeats for the generation it holds.
+        let mut resume = false;
         while !shutdown.is_cancelled() {
-            let mut conn = match self.coordinator().await {
+            let found = match resume {
+                true => tokio::time::timeout_at(m.reconnect_deadline(session), self.coordinator()).await.unwrap_or_else(|_| {
+                    Err(GroupError::Timeout { what: "finding the group coordinator", addr: self.settings.bootstrap.join(",") })
+                }),
+                false => self.coordinator().await,
+            };
+            let mut conn = match found {
                 Ok(c) => c,
+                Err(e) if resume && m.may_keep(session) => {
+                    tracing::warn!(error = %e, group.id = %self.settings.group_id, "cannot reach the group coordinator; retrying, keeping this worker's assignment meanwhile");
+                    tokio::select! { _ = tokio::time::sleep(RECONNECT_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, group.id = %self.settings.group_id, "cannot reach the group coordinator; retrying");
+                    worker.rebalance_started().await;
                     m.revoke_all(worker.as_ref()).await;
+                    resume = false;
                     tokio::select! { _ = tokio::time::sleep(RETRY_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
                     continue;
                 }
             };
             loop {
-                let next = self.round(&mut conn, worker.as_ref(), &mut m, &shutdown).await;
+                let next = if std::mem::take(&mut resume) {
+                    tracing::info!(generation = m.generation, "reconnected to the group coordinator; resuming heartbeats");
+                    let deadline = m.reconnect_deadline(session);
+                    self.heartbeats(&mut conn, &mut m, &shutdown, Some(deadline)).await
+                } else {
+                    self.round(&mut conn, worker.as_ref(), &mut m, &shutdown).await
+                };
                 match next {
                     Ok(Next::Rejoin) => continue,
                     Ok(Next::Lost) => {
@@ -169,8 +215,17 @@ impl GroupMember {
                         self.leave(&mut conn, &m.member_id).await;
                         return;
                     }
+                    Err(e) if m.may_keep(session) => {
+                        // A connection that broke (a broker restart, a cut): the coordinator
+                        // still counts this member until its session times out.
+                        tracing::warn!(error = %e, "lost the connection to the group coordinator; reconnecting, keeping this worker's assignment");
+                        resume = true;
+                        tokio::select! { _ = tokio::time::sleep(RECONNECT_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
+                        break;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "group membership interrupted; giving up this worker's assignment and rejoining");
+                        worker.rebalance_started().await;
                         m.revoke_all(worker.as_ref()).await;
                         tokio::select! { _ = tokio::time::sleep(RETRY_BACKOFF) => {}, _ = shutdown.cancelled() => {} }
                         break;
@@ -361,8 +416,25 @@ impl GroupMember {
             return Ok(Next::Rejoin);
         }
 
+        m.generation = generation;
+        m.confirmed = Some(tokio::time::Instant::now());
+        self.heartbeats(conn, m, shutdown, None).await
+    }
+
+    /// Heartbeats for the generation this worker holds until something asks for a new round.
+    /// `resumed`: on a new connection after one broke, the first heartbeat goes at once and
+    /// must be answered by this deadline.
+    async fn heartbeats(
+        &self,
+        conn: &mut Connection,
+        m: &mut Membership,
+        shutdown: &CancellationToken,
+        mut resumed: Option<tokio::time::Instant>,
+    ) -> Result<Next, GroupError> {
+        let s = &self.settings;
+        let generation = m.generation;
         let heartbeat = HeartbeatRequest::default()
-            .with_group_id(group)
+            .with_group_id(GroupId(StrBytes::from_string(s.group_id.clone())))
             .with_generation_id(generation)
             .with_member_id(StrBytes::from_string(m.member_id.clone()));
         loop {
@@ -372,8 +444,9 @@ impl GroupMember {
                     None => std::future::pending().await,
                 }
             };
+            let wait = if resumed.is_some() { Duration::ZERO } else { s.heartbeat_interval };
             tokio::select! {
-                _ = tokio::time::sleep(s.heartbeat_interval) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = self.rejoin.notified() => {
                     tracing::info!(generation, "rejoining the group to rebalance");
                     return Ok(Next::Rejoin);
@@ -387,10 +460,15 @@ impl GroupMember {
             }
             // Half the session timeout: a worker cut off from the coordinator stops its
             // work before the coordinator gives it to someone else.
-            let resp = conn.call(&heartbeat, HEARTBEAT_V, s.session_timeout / 2).await?;
+            let timeout = match resumed.take() {
+                Some(deadline) => deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(100)),
+                None => s.session_timeout / 2,
+            };
+            let resp = conn.call(&heartbeat, HEARTBEAT_V, timeout).await?;
             if let Some(err) = resp.error_code.err() {
                 return self.after_error("Heartbeat", err).await;
             }
+            m.confirmed = Some(tokio::time::Instant::now());
         }
     }
 

@@ -60,6 +60,9 @@ pub(super) struct ClusterView {
     pub(super) rebalancing: bool,
     /// The group runs the `sessioned` protocol (version 2): internal requests are signed.
     pub(super) sessioned: bool,
+    /// Since when this worker has had no completed assignment (from the start, a rebalance,
+    /// or membership given up because the coordinator could not be reached).
+    pub(super) out_of_group_since: Option<std::time::Instant>,
 }
 
 impl Cluster {
@@ -68,7 +71,11 @@ impl Cluster {
             url,
             rejoin,
             signing,
-            view: std::sync::Mutex::new(ClusterView { rebalancing: true, ..Default::default() }),
+            view: std::sync::Mutex::new(ClusterView {
+                rebalancing: true,
+                out_of_group_since: Some(std::time::Instant::now()),
+                ..Default::default()
+            }),
             snapshot: Default::default(),
             owned: Default::default(),
             restarts: Default::default(),
@@ -346,7 +353,9 @@ impl StandaloneHerder {
 
     /// A rebalance starts: writes answer 409 until the next assignment.
     pub fn rebalance_started(&self) {
-        self.cluster().view.lock().expect("cluster view lock").rebalancing = true;
+        let mut view = self.cluster().view.lock().expect("cluster view lock");
+        view.rebalancing = true;
+        view.out_of_group_since.get_or_insert_with(std::time::Instant::now);
     }
 
     /// Stops these connectors and tasks (those this worker runs), and waits for them.
@@ -412,7 +421,7 @@ impl StandaloneHerder {
         self.status.set_generation(generation);
         let sessioned = protocol_version >= 2;
         *self.cluster().view.lock().expect("cluster view lock") =
-            ClusterView { leader, leader_url: Some(leader_url), rebalancing: false, sessioned };
+            ClusterView { leader, leader_url: Some(leader_url), rebalancing: false, sessioned, out_of_group_since: None };
         let want_connectors: BTreeSet<String> = connectors.iter().cloned().collect();
         let want_tasks: BTreeSet<ConnectorTaskId> = tasks.iter().cloned().collect();
 
