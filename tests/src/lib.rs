@@ -335,6 +335,35 @@ impl Worker {
         self.wait_running("sink", 1);
     }
 
+    /// Starts sampling the status of `connector` every 100 ms (see [`StatusWatch`]): a
+    /// sighting per task trace.
+    pub fn watch_status(&self, connector: &str) -> StatusWatch {
+        StatusWatch::start(self.url(&format!("/connectors/{connector}/status")), |_, status| {
+            status["tasks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| {
+                    let trace = t["trace"].as_str()?.lines().next().unwrap_or("").to_owned();
+                    Some((t["id"].as_u64().unwrap_or(0), t["state"].as_str().unwrap_or("").to_owned(), trace))
+                })
+                .collect()
+        })
+    }
+
+    /// Starts sampling `GET /health` every 100 ms: a sighting per answer other than 200
+    /// (`state`: the HTTP status and the worker status, `trace`: its message).
+    pub fn watch_health(&self) -> StatusWatch {
+        StatusWatch::start(self.url("/health"), |code, health| match code {
+            200 => Vec::new(),
+            _ => vec![(
+                0,
+                format!("{code} {}", health["status"].as_str().unwrap_or("")),
+                health["message"].as_str().unwrap_or("").to_owned(),
+            )],
+        })
+    }
+
     pub fn wait_running(&self, name: &str, tasks: usize) -> Json {
         self.wait_for(&format!("/connectors/{name}/status"), Duration::from_secs(30), |code, b| {
             code == 200
@@ -1032,5 +1061,66 @@ impl SqlWriter {
         let (mut child, n) = self.thread.join().unwrap();
         assert!(child.wait().unwrap().success(), "the writer's psql failed");
         n
+    }
+}
+
+/// A REST resource (a connector's status, the worker's health) sampled every 100 ms on a
+/// thread, from its start until [`StatusWatch::stop`]: what a user watching it during a
+/// fault would have seen.
+pub struct StatusWatch {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    join: Option<std::thread::JoinHandle<Vec<Sighting>>>,
+}
+
+/// A failure seen by a [`StatusWatch`] (a task's trace, an unhealthy worker).
+#[derive(Debug, Clone)]
+pub struct Sighting {
+    /// Seconds since the watch started.
+    pub at: f64,
+    pub task: u64,
+    pub state: String,
+    /// The trace's first line, or the health message.
+    pub trace: String,
+}
+
+impl StatusWatch {
+    /// `sightings`: from an answer's HTTP status and body, what it shows: (task, state,
+    /// trace) per failure seen.
+    fn start(url: String, sightings: fn(u16, &Json) -> Vec<(u64, String, String)>) -> StatusWatch {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let join = std::thread::spawn(move || {
+            let agent: ureq::Agent =
+                ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(5))).build().into();
+            let started = Instant::now();
+            let mut seen: Vec<Sighting> = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                if let Ok(mut resp) = agent.get(&url).call() {
+                    let code = resp.status().as_u16();
+                    let body: Json = resp.body_mut().read_json().unwrap_or(Json::Null);
+                    for (task, state, trace) in sightings(code, &body) {
+                        // One sighting per change of trace.
+                        if seen.last().is_none_or(|l| l.trace != trace || l.state != state || l.task != task) {
+                            seen.push(Sighting { at: started.elapsed().as_secs_f64(), task, state, trace });
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            seen
+        });
+        StatusWatch { stop, join: Some(join) }
+    }
+
+    /// Stops sampling; the traces seen, in order (consecutive repeats once).
+    pub fn stop(mut self) -> Vec<Sighting> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.join.take().expect("stopped once").join().expect("the status watch panicked")
+    }
+}
+
+impl Drop for StatusWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -5,6 +5,11 @@
 //! up; the filesystem is grown again and the pipeline catches up without a worker restart.
 //! Every row is in the topic, which also shows the slot was never confirmed past what
 //! reached the log (the restarted task resumes from the slot).
+//!
+//! The second test SIGKILLs the worker while its appends keep failing (each failed write
+//! group is cut back off the segment), then grows the filesystem and starts the worker
+//! again on the same directory: every record stored before the kill is still there, and
+//! every row arrives.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -49,12 +54,23 @@ fn ids(data: &Path) -> Vec<i64> {
 
 #[test]
 fn a_full_log_disk_fails_appends_and_the_pipeline_catches_up_when_room_returns() {
+    fill_then_grow(false);
+}
+
+#[test]
+fn a_worker_sigkilled_while_its_log_disk_is_full_loses_nothing() {
+    fill_then_grow(true);
+}
+
+/// Fills the log's disk under a streaming source, then grows it; with `kill`, the worker is
+/// SIGKILLed while its appends fail and started again after the disk grew.
+fn fill_then_grow(kill: bool) {
     let pg = Postgres::start();
     pg.sql("CREATE TABLE items (id bigint PRIMARY KEY, body text NOT NULL); INSERT INTO items SELECT g, repeat('s', 800) FROM generate_series(1, 500) g;");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let disk = Tmpfs::mount(&data, "3m");
-    let w = Worker::start(
+    let mut w = Worker::start(
         dir.path(),
         &[
             ("offset.flush.interval.ms", "200"),
@@ -93,8 +109,24 @@ fn a_full_log_disk_fails_appends_and_the_pipeline_catches_up_when_room_returns()
     // Still full for a while: the task keeps failing and restarting, the worker stays up.
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(w.pid(), pid);
+    let mut kept = 0;
+    if kill {
+        // Mid-way through a restart's failing appends and their cut-backs.
+        std::thread::sleep(Duration::from_millis(1_300));
+        let before: BTreeSet<i64> = ids(&data).into_iter().collect();
+        w.kill9();
+        let after: BTreeSet<i64> = ids(&data).into_iter().collect();
+        let lost: Vec<_> = before.difference(&after).take(10).collect();
+        assert!(lost.is_empty(), "records readable before the SIGKILL are gone after it: {lost:?}");
+        kept = after.len();
+    }
 
     disk.resize("64m");
+    if kill {
+        w.restart();
+        let after: BTreeSet<i64> = ids(&data).into_iter().collect();
+        assert!(after.len() >= kept, "the restarted worker's log holds {} records, {kept} before", after.len());
+    }
     pg.sql("INSERT INTO items VALUES (-1, 'end')");
     let expected: BTreeSet<i64> = pg.sql("SELECT id FROM items").lines().map(|l| l.trim().parse().unwrap()).collect();
     let mut got = BTreeSet::new();
@@ -104,11 +136,20 @@ fn a_full_log_disk_fails_appends_and_the_pipeline_catches_up_when_room_returns()
     });
     let missing: Vec<_> = expected.difference(&got).take(10).collect();
     assert!(missing.is_empty(), "{} rows missing, e.g. {missing:?}", expected.difference(&got).count());
-    assert_eq!(w.pid(), pid, "the worker stayed up");
+    if !kill {
+        assert_eq!(w.pid(), pid, "the worker stayed up");
+    }
     w.wait_running("full", 1);
+    let (schedule, faults) = match kill {
+        false => ("the embedded log's 3 MB filesystem fills, then grows to 64 MB", "disk full"),
+        true => (
+            "the embedded log's 3 MB filesystem fills, the worker is SIGKILLed while appends fail, then the disk grows and it restarts",
+            "disk full, SIGKILL",
+        ),
+    };
     sluice_tests::report_figures(json!({
-        "schedule": "the embedded log's 3 MB filesystem fills, then grows to 64 MB",
-        "faults": "disk full", "destination": "embedded log (topic)",
+        "schedule": schedule,
+        "faults": faults, "destination": "embedded log (topic)",
         "written": expected.len(), "delivered_distinct": got.len(), "lost": 0, "stored_before_full": stored,
         "trace": trace.lines().find(|l| l.contains("No space left")).unwrap_or(""),
     }));

@@ -7,19 +7,61 @@
 //! - the warehouse sink's connection cut between its `COMMIT` and the reply (the ambiguous
 //!   commit), again and again;
 //! - S3 uploads throttled and cut mid-part, then answered late;
-//! - the Kafka broker stopped (SIGSTOP) past `session.timeout.ms` in distributed mode.
+//! - the Kafka broker stopped (SIGSTOP) past `session.timeout.ms` in distributed mode;
+//! - the broker's connections cut again and again, then black-holed past
+//!   `session.timeout.ms`, in distributed mode (the proxy rewrites the broker's advertised
+//!   address, so every connection goes through it).
 //!
 //! In the end the destination reproduces the table (nothing lost, nothing stale, and no
-//! duplicate in the warehouse), the task is RUNNING, the failure was visible meanwhile, and
-//! the replication slot was never confirmed past what the log held.
+//! duplicate in the warehouse), the task is RUNNING, the failure was visible meanwhile (a
+//! [`sluice_tests::StatusWatch`] samples the status every 100 ms: the task's trace, or, for
+//! a broker out of reach in distributed mode, the worker's `/health`, since the statuses
+//! travel through that broker), and the replication slot was never confirmed past what the
+//! log held.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_tests::{
-    assert_first_deliveries, eventually, json, read_lines, Fault, FaultProxy, Json, KafkaBroker, Launch, LineWriter, Moto, Postgres,
+    assert_first_deliveries, json, read_lines, Fault, FaultProxy, Json, KafkaBroker, Launch, LineWriter, Moto, Postgres, Sighting,
     SqlWriter, Worker,
 };
+
+/// What a user watching `connector`'s status saw: at least one trace on a RUNNING task during
+/// the faults (`seen`), then, once the faults are over, the tasks RUNNING without one. Returns
+/// the figures: when the first trace was seen, how many changes of trace, the first line.
+fn check_traces(w: &Worker, connector: &str, seen: &[Sighting]) -> Json {
+    let first = seen.iter().find(|s| s.state == "RUNNING" && !s.trace.is_empty());
+    let Some(first) = first else {
+        panic!("no failure was visible in {connector}'s task trace during the faults: {seen:?}\nworker output:\n{}", w.output())
+    };
+    w.eventually(Duration::from_secs(120), "the tasks RUNNING without a trace after the faults", || {
+        let (code, status) = w.get(&format!("/connectors/{connector}/status"));
+        let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
+        code == 200 && !tasks.is_empty() && tasks.iter().all(|t| t["state"] == "RUNNING" && t["trace"].is_null())
+    });
+    json!({"trace_from_s": (first.at * 10.0).round() / 10.0, "trace_changes": seen.len(), "trace": first.trace})
+}
+
+/// What a user watching the worker's `/health` saw while its broker was out of reach: the
+/// worker unhealthy, out of the group, during the fault (`seen`), and healthy again after it.
+/// In distributed mode the task statuses travel through the status topic on that broker, so
+/// the worker's health is where such an outage shows while it lasts.
+fn check_health(w: &Worker, seen: &[Sighting]) -> Json {
+    let Some(first) = seen.iter().find(|s| s.state.starts_with("500") && s.trace.contains("ensuring membership in the cluster")) else {
+        panic!("the worker never reported itself unhealthy while its broker was out of reach: {seen:?}\nworker output:\n{}", w.output())
+    };
+    w.eventually(Duration::from_secs(120), "the worker healthy again", || w.get("/health").0 == 200);
+    json!({"unhealthy_from_s": (first.at * 10.0).round() / 10.0, "health": first.trace})
+}
+
+/// Adds `more`'s fields to the object `figures`.
+fn with(mut figures: Json, more: Json) -> Json {
+    for (k, v) in more.as_object().expect("an object") {
+        figures[k] = v.clone();
+    }
+    figures
+}
 
 const TOPIC: &str = "flt.public.items";
 
@@ -142,6 +184,7 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
 
     let writer = start_writer(&pg);
     let accepted_before = proxy.accepted();
+    let watch = w.watch_status("flt");
     for round in 0..8 {
         std::thread::sleep(Duration::from_secs(2));
         slot_not_ahead(&pg, &w);
@@ -163,6 +206,8 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
         }
     }
     std::thread::sleep(Duration::from_secs(2));
+    let seen = watch.stop();
+    let traces = check_traces(&w, "flt", &seen);
     let transactions = writer.finish();
     let records = check_topic(&pg, &w, &data);
     let reconnects = proxy.accepted() - accepted_before;
@@ -171,12 +216,15 @@ fn a_postgres_source_loses_nothing_while_its_connections_are_cut_and_stalled() {
     assert_eq!((code, &status["tasks"][0]["state"]), (200, &json!("RUNNING")), "{status}");
     let log = sluice_tests::strip_ansi(&w.output());
     assert!(log.contains("replication stream failed"), "no cut was seen by the replication stream");
-    sluice_tests::report_figures(json!({
-        "schedule": "Postgres connections cut every 2 s, stalled 5 s, the replication session ended by the server with its close 2 s late",
-        "faults": "6 cuts, 1 stall of 5 s, 1 slow close", "destination": "embedded log (topic)",
-        "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
-        "reconnects": reconnects,
-    }));
+    sluice_tests::report_figures(with(
+        json!({
+            "schedule": "Postgres connections cut every 2 s, stalled 5 s, the replication session ended by the server with its close 2 s late",
+            "faults": "6 cuts, 1 stall of 5 s, 1 slow close", "destination": "embedded log (topic)",
+            "written": ROWS as u64 + 2 * transactions, "delivered": records.len(), "lost": 0, "duplicated": duplicates(&records),
+            "reconnects": reconnects,
+        }),
+        traces,
+    ));
 }
 
 /// The slot's confirmed position, then the position the stored offset resumes at: the first
@@ -285,6 +333,7 @@ fn the_warehouse_sink_applies_each_change_once_when_its_commits_lose_their_reply
     w.wait_running("wh", 1);
 
     let writer = SqlWriter::start(&pg, Duration::from_millis(5), |i| format!("INSERT INTO items VALUES ({}, {});\n", i + 1, i % 7));
+    let watch = w.watch_status("wh");
     for cut in 1..=CUTS {
         // The next COMMIT reaches the server (a simple query ends in the text's NUL); its
         // reply is dropped and the connection cut.
@@ -293,6 +342,7 @@ fn the_warehouse_sink_applies_each_change_once_when_its_commits_lose_their_reply
         std::thread::sleep(Duration::from_millis(1500));
     }
     let inserted = writer.finish();
+    let traces = check_traces(&w, "wh", &watch.stop());
     pg.sql("INSERT INTO items VALUES (-1, 0)");
     w.eventually(Duration::from_secs(120), "the end marker in the warehouse", || {
         pg.psql().sql("wh", "SELECT count(*) FROM items WHERE id = -1") != "0"
@@ -310,11 +360,14 @@ fn the_warehouse_sink_applies_each_change_once_when_its_commits_lose_their_reply
     // records are written again after the offsets are read back from the target.
     let retried = log.matches("a background write to the target failed; writing its records again").count();
     assert!(retried >= CUTS as usize, "each lost commit reply was seen and retried ({retried} retries in the log)");
-    sluice_tests::report_figures(json!({
-        "schedule": "warehouse connection cut between COMMIT and its reply",
-        "faults": format!("{CUTS} ambiguous commits"), "destination": "warehouse (JDBC sink, insert mode)",
-        "written": inserted + 1, "lost": 0, "duplicated": 0, "sink_retries": retried,
-    }));
+    sluice_tests::report_figures(with(
+        json!({
+            "schedule": "warehouse connection cut between COMMIT and its reply",
+            "faults": format!("{CUTS} ambiguous commits"), "destination": "warehouse (JDBC sink, insert mode)",
+            "written": inserted + 1, "lost": 0, "duplicated": 0, "sink_retries": retried,
+        }),
+        traces,
+    ));
 }
 
 #[test]
@@ -348,6 +401,7 @@ fn the_s3_sink_loses_nothing_when_uploads_are_slow_and_reset_mid_part() {
         format!("INSERT INTO items SELECT g, repeat('x', {PAD}) FROM generate_series({}, {}) g;\n", i * 10 + 1, i * 10 + 10)
     });
     // Uploads at 3 MB/s, every connection cut every 2 s; then 10 s of slow answers.
+    let watch = w.watch_status("s3");
     proxy.set(Fault::Throttle(3_000_000));
     for _ in 0..15 {
         std::thread::sleep(Duration::from_secs(2));
@@ -356,6 +410,7 @@ fn the_s3_sink_loses_nothing_when_uploads_are_slow_and_reset_mid_part() {
     proxy.set(Fault::Latency(Duration::from_millis(300)));
     std::thread::sleep(Duration::from_secs(10));
     proxy.set(Fault::Pass);
+    let seen = watch.stop();
     let steps = writer.finish() as i64;
     // Objects rotate by record count only (a replay cuts them where the first try did, so
     // none is written twice): rows up to a multiple of flush.size complete the last one.
@@ -375,17 +430,19 @@ fn the_s3_sink_loses_nothing_when_uploads_are_slow_and_reset_mid_part() {
     assert_eq!(report["extra"], 0, "{report}");
     let duplicates = report["rows"].as_i64().unwrap() - rows;
     assert_eq!(duplicates, 0, "rows written twice into S3: {report}");
-    let (code, status) = w.get("/connectors/s3/status");
-    assert_eq!((code, &status["tasks"][0]["state"]), (200, &json!("RUNNING")), "{status}");
+    let traces = check_traces(&w, "s3", &seen);
     let connections = proxy.accepted();
     assert!(connections >= 10, "the sink opened {connections} connections: the cuts did not reach its uploads");
     let log = sluice_tests::strip_ansi(&w.output());
     let retried = log.matches("sink put failed").count();
-    sluice_tests::report_figures(json!({
-        "schedule": "S3 uploads throttled to 3 MB/s and cut every 2 s (multipart, 5 MB parts), then answers 300 ms late",
-        "faults": "15 cuts, 10 s of latency", "destination": "S3 (JSON objects)",
-        "written": rows, "lost": 0, "duplicated": duplicates, "connections": connections, "sink_retries": retried,
-    }));
+    sluice_tests::report_figures(with(
+        json!({
+            "schedule": "S3 uploads throttled to 3 MB/s and cut every 2 s (multipart, 5 MB parts), then answers 300 ms late",
+            "faults": "15 cuts, 10 s of latency", "destination": "S3 (JSON objects)",
+            "written": rows, "lost": 0, "duplicated": duplicates, "connections": connections, "sink_retries": retried,
+        }),
+        traces,
+    ));
 }
 
 /// Sends `signal` (STOP or CONT) to the test broker's process.
@@ -395,21 +452,19 @@ fn signal_broker(dir: &std::path::Path, signal: &str) {
     assert!(ok, "kill -{signal} {pid}");
 }
 
-#[test]
-fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_timeout() {
-    const TOTAL: usize = 8_000;
+/// A distributed worker on the broker at `bootstrap` running a file source and a file sink
+/// through topic `lines`: (dir, worker, input, output).
+fn distributed_file_pipeline(bootstrap: &str, group: &str) -> (tempfile::TempDir, Worker, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let broker_dir = dir.path().join("broker");
-    let broker = KafkaBroker::start(&broker_dir);
     let input = dir.path().join("in.txt");
     let output = dir.path().join("out.txt");
     std::fs::write(&input, "").unwrap();
     let props: Vec<(String, String)> = [
-        ("bootstrap.servers", broker.bootstrap.as_str()),
-        ("group.id", "stall"),
-        ("config.storage.topic", "stall-configs"),
-        ("offset.storage.topic", "stall-offsets"),
-        ("status.storage.topic", "stall-status"),
+        ("bootstrap.servers", bootstrap),
+        ("group.id", group),
+        ("config.storage.topic", &format!("{group}-configs")),
+        ("offset.storage.topic", &format!("{group}-offsets")),
+        ("status.storage.topic", &format!("{group}-status")),
         ("offset.flush.interval.ms", "200"),
         ("session.timeout.ms", "10000"),
         ("heartbeat.interval.ms", "2000"),
@@ -420,10 +475,41 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
     .collect();
     let w = Worker::launch(&dir.path().join("worker"), Launch::Distributed { props });
     w.start_file_pipeline(&input, &output, "lines", &[]);
+    (dir, w, input, output)
+}
+
+/// Waits until every line of `input` written so far is in `output`; how long that took.
+fn wait_caught_up(w: &Worker, input: &std::path::Path, output: &std::path::Path) -> Duration {
+    let resumed = std::time::Instant::now();
+    let before = read_lines(input).len();
+    w.eventually(Duration::from_secs(180), "the lines written during the fault in the output file", || {
+        read_lines(output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= before
+    });
+    resumed.elapsed()
+}
+
+/// Waits for all `total` lines in `output`, checks each was delivered, and returns them.
+fn check_lines(w: &Worker, output: &std::path::Path, total: usize) -> Vec<String> {
+    w.eventually(Duration::from_secs(180), "every line in the output file", || {
+        read_lines(output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= total
+    });
+    let out = read_lines(output);
+    assert_first_deliveries(&out, total, "the output file");
+    out
+}
+
+#[test]
+fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_timeout() {
+    const TOTAL: usize = 8_000;
+    let root = tempfile::tempdir().unwrap();
+    let broker_dir = root.path().join("broker");
+    let broker = KafkaBroker::start(&broker_dir);
+    let (_dir, w, input, output) = distributed_file_pipeline(&broker.bootstrap, "stall");
 
     // 100 lines every 0.5 s, for 40 s.
     let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(500));
     std::thread::sleep(Duration::from_secs(5));
+    let watch = w.watch_health();
     // The broker answers nothing for 25 s (its process stopped: a long pause), two and a
     // half session timeouts.
     signal_broker(&broker_dir, "STOP");
@@ -431,35 +517,90 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
     std::thread::sleep(Duration::from_secs(25));
     let during = read_lines(&output).len() - at_stop;
     signal_broker(&broker_dir, "CONT");
-    let resumed = std::time::Instant::now();
-    // Recovered: every line written before the broker came back is in the output.
-    let before = read_lines(&input).len();
-    w.eventually(Duration::from_secs(180), "the lines written during the stall in the output file", || {
-        read_lines(&output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= before
-    });
-    let recovered = resumed.elapsed();
+    let recovered = wait_caught_up(&w, &input, &output);
+    let seen = watch.stop();
     writer.join();
+    let out = check_lines(&w, &output, TOTAL);
+    let health = check_health(&w, &seen);
+    check_traces_gone(&w, "src");
+    check_traces_gone(&w, "sink");
+    sluice_tests::report_figures(with(
+        json!({
+            "schedule": "Kafka broker stopped (SIGSTOP) for 25 s, past session.timeout.ms=10000, distributed mode",
+            "faults": "1 broker stall of 25 s", "destination": "Kafka topic → FileStreamSink",
+            "written": TOTAL, "delivered": out.len(), "lost": 0, "duplicated": out.len() - TOTAL,
+            "recovery_s": (recovered.as_secs_f64() * 10.0).round() / 10.0, "delivered_during_stall": during,
+        }),
+        health,
+    ));
+}
 
-    eventually(Duration::from_secs(180), "every line in the output file", || {
-        read_lines(&output).into_iter().collect::<std::collections::BTreeSet<_>>().len() >= TOTAL
+/// Waits for `connector`'s tasks to be RUNNING without a trace.
+fn check_traces_gone(w: &Worker, connector: &str) {
+    w.eventually(Duration::from_secs(120), "the tasks RUNNING without a trace after the faults", || {
+        let (code, status) = w.get(&format!("/connectors/{connector}/status"));
+        let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
+        code == 200
+            && status["connector"]["state"] == "RUNNING"
+            && !tasks.is_empty()
+            && tasks.iter().all(|t| t["state"] == "RUNNING" && t["trace"].is_null())
     });
-    let out = read_lines(&output);
-    assert_first_deliveries(&out, TOTAL, "the output file");
-    for c in ["src", "sink"] {
-        w.eventually(Duration::from_secs(60), "RUNNING after the stall", || {
-            let (code, status) = w.get(&format!("/connectors/{c}/status"));
-            code == 200 && status["connector"]["state"] == "RUNNING" && status["tasks"][0]["state"] == "RUNNING"
-        });
+}
+
+#[test]
+fn a_distributed_worker_loses_nothing_while_its_broker_connections_are_cut_and_black_holed() {
+    const TOTAL: usize = 10_000;
+    let root = tempfile::tempdir().unwrap();
+    let broker = KafkaBroker::start(&root.path().join("broker"));
+    let proxy = FaultProxy::for_kafka(broker.bootstrap.parse().expect("the broker's address"));
+    let (_dir, w, input, output) = distributed_file_pipeline(&format!("127.0.0.1:{}", proxy.port), "cuts");
+    let accepted_before = proxy.accepted();
+    assert!(accepted_before >= 2, "the worker did not reach the broker through the proxy ({accepted_before} connections)");
+
+    // 100 lines every 0.5 s, for 50 s.
+    let writer = LineWriter::start(&input, TOTAL, Duration::from_millis(500));
+    std::thread::sleep(Duration::from_secs(3));
+    let log_before = w.output().len();
+    // Every connection to the broker cut every 3 s, ten times. Nothing fails for the tasks
+    // (the clients reconnect and go on), and the worker keeps its place in the group.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_secs(3));
+        proxy.reset_all();
     }
-    let log = sluice_tests::strip_ansi(&w.output());
-    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect();
-    assert!(!warnings.is_empty(), "the stalled broker left no trace in the worker's log");
-    eprintln!("first warning: {}", warnings[0]);
-    sluice_tests::report_figures(json!({
-        "schedule": "Kafka broker stopped (SIGSTOP) for 25 s, past session.timeout.ms=10000, distributed mode",
-        "faults": "1 broker stall of 25 s", "destination": "Kafka topic → FileStreamSink",
-        "written": TOTAL, "delivered": out.len(), "lost": 0, "duplicated": out.len() - TOTAL,
-        "recovery_s": (recovered.as_secs_f64() * 10.0).round() / 10.0, "warnings": warnings.len(),
-        "delivered_during_stall": during,
-    }));
+    let after_cuts = proxy.accepted();
+    let cuts_log = sluice_tests::strip_ansi(&w.output()[log_before..]);
+    let given_up = cuts_log.matches("giving up this worker's assignment").count();
+    assert_eq!(given_up, 0, "cut connections made the worker give up its work:\n{cuts_log}");
+    let kept = cuts_log.matches("keeping this worker's assignment").count();
+    assert!(kept >= 5, "the cuts did not reach the group membership's connections ({kept} kept)");
+    let watch = w.watch_health();
+    // Then nothing in or out for 25 s, past session.timeout.ms (10 s).
+    proxy.set(Fault::BlackHole);
+    std::thread::sleep(Duration::from_secs(5));
+    let held = read_lines(&output).len();
+    std::thread::sleep(Duration::from_secs(20));
+    // Every connection goes through the proxy (the broker's address in its answers is the
+    // proxy's): nothing gets from the source file to the output file through the hole.
+    let during = read_lines(&output).len() - held;
+    assert_eq!(during, 0, "lines were delivered while the broker was black-holed: a connection went around the proxy");
+    proxy.set(Fault::Pass);
+    let recovered = wait_caught_up(&w, &input, &output);
+    let seen = watch.stop();
+    writer.join();
+    let out = check_lines(&w, &output, TOTAL);
+    let health = check_health(&w, &seen);
+    check_traces_gone(&w, "src");
+    check_traces_gone(&w, "sink");
+    let reconnects = after_cuts - accepted_before;
+    assert!(reconnects >= 10, "the worker reconnected after each cut ({reconnects} new connections)");
+    sluice_tests::report_figures(with(
+        json!({
+            "schedule": "Kafka broker connections cut every 3 s, then black-holed for 25 s (past session.timeout.ms=10000), distributed mode",
+            "faults": "10 cuts, 1 black hole of 25 s", "destination": "Kafka topic → FileStreamSink",
+            "written": TOTAL, "delivered": out.len(), "lost": 0, "duplicated": out.len() - TOTAL,
+            "recovery_s": (recovered.as_secs_f64() * 10.0).round() / 10.0, "reconnects": reconnects,
+            "membership_kept_over_cuts": kept, "membership_given_up_over_cuts": given_up,
+        }),
+        health,
+    ));
 }
