@@ -102,20 +102,22 @@ def render():
     lines += ["## Fault schedules", ""]
     if faults:
         lines += [f"Run {faults['date']} on {faults['commit']}: {'all passed' if faults['passed'] else 'FAILED: ' + ', '.join(faults['failed'])}.", "",
-                  "| schedule | faults injected | destination | written | delivered | lost | duplicated | recovery (s) | in trace after (s) |",
+                  "| schedule | faults injected | destination | written | delivered | lost | duplicated | recovery (s) | visible after (s) |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in faults["schedules"]:
             delivered = r.get("delivered", r.get("delivered_distinct"))
             lines.append(f"| {r['schedule']} | {r['faults']} | {r['destination']} | {cell(r.get('written'))} | {cell(delivered)} | "
                          f"{cell(r.get('lost'))} | {cell(r.get('duplicated'))} | {cell(r.get('recovery_s'))} | "
-                         f"{cell(r.get('trace_from_s'))} |")
+                         f"{cell(r.get('trace_from_s', r.get('unhealthy_from_s')))} |")
         lines += ["", "Lost is checked, not assumed: each schedule compares the destination with the source at the end and fails",
                   "otherwise. Duplicates in a topic are allowed (at least once) and counted; the warehouse and S3 must have none.",
-                  "\"In trace after\": seconds from the start of the faults until the status (sampled every 100 ms) first showed",
-                  "the failure in the RUNNING task's trace; every schedule also waits for RUNNING without a trace at the end.",
+                  "\"Visible after\": seconds from the start of the faults until the failure first showed, sampled every 100 ms: in",
+                  "the RUNNING task's trace, or, for the broker schedules (distributed mode, whose statuses travel through that",
+                  "broker), as `GET /health` answering 500 \"ensuring membership in the cluster\". Every schedule also waits for",
+                  "RUNNING without a trace (and a healthy worker) at the end.",
                   "Details each schedule printed:", ""]
         for r in faults["schedules"]:
-            extra = {k: v for k, v in r.items() if k not in ("schedule", "faults", "destination", "written", "delivered", "lost", "duplicated", "recovery_s", "trace_from_s")}
+            extra = {k: v for k, v in r.items() if k not in ("schedule", "faults", "destination", "written", "delivered", "lost", "duplicated", "recovery_s", "trace_from_s", "unhealthy_from_s")}
             if extra:
                 lines.append(f"- {r['schedule']}: " + ", ".join(f"{k} {cell(v)}" for k, v in extra.items()))
         lines.append("")
