@@ -34,6 +34,9 @@ const TC_BLOCKDATA: u8 = 0x77;
 const TC_ENDBLOCKDATA: u8 = 0x78;
 const BASE_HANDLE: u32 = 0x7e_0000;
 const SC_WRITE_METHOD: u8 = 0x01;
+/// How deeply objects, arrays and class descriptors may nest: a chunk key holds a flat array
+/// of values, so anything deeper is not one, and reading it would only spend the stack.
+const MAX_DEPTH: u32 = 64;
 
 /// Whether a stored key is in Debezium's form (hex of a Java serialization stream).
 pub fn is_debezium_form(text: &str) -> bool {
@@ -44,7 +47,7 @@ pub fn is_debezium_form(text: &str) -> bool {
 /// type this reader does not know (or is malformed).
 pub fn chunk_key(hex: &str) -> Option<Vec<String>> {
     let bytes = hex_octets(hex)?;
-    let mut r = Reader { bytes: &bytes, at: 0, handles: Vec::new() };
+    let mut r = Reader { bytes: &bytes, at: 0, handles: Vec::new(), depth: 0 };
     if r.take(4)? != MAGIC {
         return None;
     }
@@ -81,6 +84,8 @@ struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     handles: Vec<Handle>,
+    /// How many `content`/`class_desc` calls are under way (see [`MAX_DEPTH`]).
+    depth: u32,
 }
 
 impl Reader<'_> {
@@ -110,8 +115,23 @@ impl Reader<'_> {
         self.handles.get(h.checked_sub(BASE_HANDLE)? as usize).cloned()
     }
 
+    /// Runs `f` one level deeper; `None` past [`MAX_DEPTH`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let out = f(self);
+        self.depth -= 1;
+        out
+    }
+
     /// A class descriptor where one is expected: new, back-referenced or null.
     fn class_desc(&mut self) -> Option<Option<ClassDesc>> {
+        self.nested(Self::class_desc_here)
+    }
+
+    fn class_desc_here(&mut self) -> Option<Option<ClassDesc>> {
         match self.u8()? {
             TC_NULL => Some(None),
             TC_REFERENCE => match self.reference()? {
@@ -168,6 +188,10 @@ impl Reader<'_> {
     }
 
     fn content(&mut self) -> Option<Value> {
+        self.nested(Self::content_here)
+    }
+
+    fn content_here(&mut self) -> Option<Value> {
         match self.u8()? {
             TC_NULL => Some(Value::Null),
             TC_REFERENCE => match self.reference()? {
@@ -404,8 +428,13 @@ const UUID: Desc = Desc {
     superclass: None,
 };
 const UTIL_DATE: Desc = Desc { name: "java.util.Date", uid: 0x686a_8101_4b59_7419, flags: 0x03, fields: &[], superclass: None };
-const SQL_TIMESTAMP: Desc =
-    Desc { name: "java.sql.Timestamp", uid: 0x2618_d5c8_0153_bf65, flags: 0x02, fields: &[(b'I', "nanos", None)], superclass: Some(&UTIL_DATE) };
+const SQL_TIMESTAMP: Desc = Desc {
+    name: "java.sql.Timestamp",
+    uid: 0x2618_d5c8_0153_bf65,
+    flags: 0x02,
+    fields: &[(b'I', "nanos", None)],
+    superclass: Some(&UTIL_DATE),
+};
 const SQL_DATE: Desc = Desc { name: "java.sql.Date", uid: 0x14fa_4668_3f35_6697, flags: 0x02, fields: &[], superclass: Some(&UTIL_DATE) };
 const BOOLEAN: Desc =
     Desc { name: "java.lang.Boolean", uid: 0xcd20_7280_d59c_faee, flags: 0x02, fields: &[(b'Z', "value", None)], superclass: None };
@@ -730,7 +759,12 @@ mod tests {
             // What is read back writes the same bytes again.
             assert_eq!(encode(&back, kinds).as_deref(), Some(*hex), "{back:?}");
         }
-        for (kind, text) in [(KeyKind::Timestamp, "infinity"), (KeyKind::Timestamp, "0044-03-15 12:00:00 BC"), (KeyKind::Date, "-infinity"), (KeyKind::Boolean, "yes")] {
+        for (kind, text) in [
+            (KeyKind::Timestamp, "infinity"),
+            (KeyKind::Timestamp, "0044-03-15 12:00:00 BC"),
+            (KeyKind::Date, "-infinity"),
+            (KeyKind::Boolean, "yes"),
+        ] {
             assert_eq!(encode(&[text.to_owned()], &[kind]), None, "{text} stays in sluice's form");
         }
     }
@@ -770,5 +804,21 @@ mod tests {
             assert_eq!(chunk_key(&hex), None, "scale {scale}");
         }
         assert_eq!(chunk_key(&recorded.replace(scale_3, &scale_3.replacen("00000003", "00003fff", 1))).map(|k| k[0].len()), Some(16_386));
+    }
+
+    /// Arrays nested 100,000 deep (each element the next array) are refused, not read down
+    /// the stack.
+    #[test]
+    fn deeply_nested_arrays_are_refused_without_exhausting_the_stack() {
+        let class: String = "[Ljava.lang.Object;".bytes().map(|b| format!("{b:02x}")).collect();
+        let mut hex = format!("aced00057572{:04x}{class}90ce589f1073296c020000787000000001", class.len() / 2);
+        for _ in 0..100_000 {
+            hex.push_str("7571007e000000000001");
+        }
+        hex.push_str("70");
+        assert_eq!(chunk_key(&hex), None);
+        // The same header around one string is a key.
+        let flat = format!("aced00057572{:04x}{class}90ce589f1073296c020000787000000001740003612762", class.len() / 2);
+        assert_eq!(chunk_key(&flat), Some(vec!["a'b".to_owned()]));
     }
 }
