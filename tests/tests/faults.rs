@@ -517,13 +517,7 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
     std::thread::sleep(Duration::from_secs(25));
     let during = read_lines(&output).len() - at_stop;
     signal_broker(&broker_dir, "CONT");
-    let recovered = wait_caught_up(&w, &input, &output);
-    let seen = watch.stop();
-    writer.join();
-    let out = check_lines(&w, &output, TOTAL);
-    let health = check_health(&w, &seen);
-    check_traces_gone(&w, "src");
-    check_traces_gone(&w, "sink");
+    let (recovered, out, health) = after_broker_fault(&w, watch, writer, &input, &output, TOTAL);
     sluice_tests::report_figures(with(
         json!({
             "schedule": "Kafka broker stopped (SIGSTOP) for 25 s, past session.timeout.ms=10000, distributed mode",
@@ -533,6 +527,26 @@ fn a_distributed_worker_loses_nothing_while_its_broker_stalls_past_the_session_t
         }),
         health,
     ));
+}
+
+/// Once the broker is back: how long the output took to catch up, every line delivered, the
+/// worker seen unhealthy meanwhile and healthy again, both tasks RUNNING without a trace.
+fn after_broker_fault(
+    w: &Worker,
+    watch: sluice_tests::StatusWatch,
+    writer: LineWriter,
+    input: &std::path::Path,
+    output: &std::path::Path,
+    total: usize,
+) -> (Duration, Vec<String>, Json) {
+    let recovered = wait_caught_up(w, input, output);
+    let seen = watch.stop();
+    writer.join();
+    let out = check_lines(w, output, total);
+    let health = check_health(w, &seen);
+    check_traces_gone(w, "src");
+    check_traces_gone(w, "sink");
+    (recovered, out, health)
 }
 
 /// Waits for `connector`'s tasks to be RUNNING without a trace.
@@ -584,13 +598,7 @@ fn a_distributed_worker_loses_nothing_while_its_broker_connections_are_cut_and_b
     let during = read_lines(&output).len() - held;
     assert_eq!(during, 0, "lines were delivered while the broker was black-holed: a connection went around the proxy");
     proxy.set(Fault::Pass);
-    let recovered = wait_caught_up(&w, &input, &output);
-    let seen = watch.stop();
-    writer.join();
-    let out = check_lines(&w, &output, TOTAL);
-    let health = check_health(&w, &seen);
-    check_traces_gone(&w, "src");
-    check_traces_gone(&w, "sink");
+    let (recovered, out, health) = after_broker_fault(&w, watch, writer, &input, &output, TOTAL);
     let reconnects = after_cuts - accepted_before;
     assert!(reconnects >= 10, "the worker reconnected after each cut ({reconnects} new connections)");
     sluice_tests::report_figures(with(
