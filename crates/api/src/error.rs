@@ -85,6 +85,11 @@ impl ConnectError {
     }
 }
 
+/// `err`, then each error behind it (its `source()` chain), outermost first.
+pub fn chain<'a>(err: &'a (dyn StdError + 'static)) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(err), |e: &&'a (dyn StdError + 'static)| (*e).source())
+}
+
 /// Renders an error and its chain of causes, one per line ("Caused by: …").
 pub fn trace_of(err: &(dyn StdError + 'static)) -> String {
     let kind = match err.downcast_ref::<ConnectError>() {
@@ -93,10 +98,8 @@ pub fn trace_of(err: &(dyn StdError + 'static)) -> String {
         _ => "ConnectException",
     };
     let mut out = format!("{kind}: {err}");
-    let mut cur = err.source();
-    while let Some(cause) = cur {
+    for cause in chain(err).skip(1) {
         let _ = write!(out, "\nCaused by: {cause}");
-        cur = cause.source();
     }
     out
 }

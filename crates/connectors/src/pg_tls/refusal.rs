@@ -38,17 +38,10 @@ impl std::error::Error for CertificateRefused {}
 
 /// The [`CertificateRefused`] somewhere in `e`'s source chain.
 pub fn find_refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a CertificateRefused> {
-    let mut next = Some(e);
-    while let Some(err) = next {
-        if let Some(r) = err.downcast_ref::<CertificateRefused>() {
-            return Some(r);
-        }
-        if let Some(r) = err.downcast_ref::<io::Error>().and_then(|io| io.get_ref()).and_then(|i| i.downcast_ref::<CertificateRefused>()) {
-            return Some(r);
-        }
-        next = err.source();
-    }
-    None
+    sluice_api::error::chain(e).find_map(|err| {
+        err.downcast_ref::<CertificateRefused>()
+            .or_else(|| err.downcast_ref::<io::Error>().and_then(|io| io.get_ref()).and_then(|i| i.downcast_ref::<CertificateRefused>()))
+    })
 }
 
 /// What turns a TLS alert into a [`CertificateRefused`].

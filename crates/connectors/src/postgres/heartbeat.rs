@@ -48,18 +48,14 @@ impl HeartbeatAction {
         }
         let client = self.client.as_ref().expect("connected above");
         let done = catalog::bounded(cfg, &format!("running {HEARTBEAT_ACTION_QUERY}"), client.batch_execute(&self.query)).await;
-        match done {
-            Ok(Ok(())) => {
+        match done.and_then(|executed| executed.map_err(classify)) {
+            Ok(()) => {
                 tracing::debug!("heartbeat action query executed");
                 Ok(())
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 self.client = None;
-                Err(classify(e))
-            }
-            Err(no_answer) => {
-                self.client = None;
-                Err(no_answer)
+                Err(e)
             }
         }
     }

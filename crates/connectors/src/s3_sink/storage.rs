@@ -98,13 +98,7 @@ impl Intercept for FailedAttempts {
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if let Some(Err(e)) = context.output_or_error() {
             // The error and its causes, without the debug dump of DisplayErrorContext.
-            let mut text = e.to_string();
-            let mut cause = std::error::Error::source(e);
-            while let Some(c) = cause {
-                text.push_str(": ");
-                text.push_str(&c.to_string());
-                cause = c.source();
-            }
+            let text = sluice_api::error::chain(e).map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
             self.0.note(&ConnectError::retriable(format!("an S3 request failed ({text}); it is retried")));
         }
         Ok(())
